@@ -1,0 +1,422 @@
+"""`LabConfig`: the one configuration of hindsight_lab.
+
+It is both the parameter space a sweep explores and the artifact production runs: a frozen pydantic model with
+``extra="forbid"``, a docstring on every field (it becomes the field's description), and a marker on every field
+that changes what memory writes, recalls or reflects (``affects``). ``export`` writes exactly those marked fields,
+plus the optional ``provenance`` block.
+
+Examples:
+    >>> from hindsight_lab.config import LabConfig
+    >>> cfg = LabConfig().with_params({"retrieval.weights.semantic": 0.6, "retrieval.top_k": 10})
+    >>> cfg.retrieval.weights.semantic, cfg.flat()["retrieval.top_k"]
+    (0.6, 10)
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any, Literal, Mapping
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+
+from .errors import ConfigError
+
+SCHEMA_VERSION = 1
+
+WRITE, RECALL, REFLECT = "write", "recall", "reflect"
+
+
+def _affects(*what: str) -> dict[str, Any]:
+    return {"affects": list(what)}
+
+
+class _Section(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid", use_attribute_docstrings=True)
+
+
+# --------------------------------------------------------------------------------------------------- sections
+class EmbedderConfig(_Section):
+    """Which sentence-transformers model embeds memories and counts tokens."""
+
+    model: str = Field("all-MiniLM-L6-v2", json_schema_extra=_affects(WRITE, RECALL))
+    """Model name or path. ``all-MiniLM-L6-v2`` is the packaged copy (offline); ``hashing-<dim>`` is a tiny
+    hashing embedder for unit tests that do not depend on meaning."""
+    device: str = "cpu"
+    """Torch device for encoding."""
+    batch_size: int = Field(64, ge=1)
+    """Texts per encoding batch."""
+    query_cache_size: int = Field(1024, ge=0)
+    """LRU cache size for repeated query embeddings; 0 turns the cache off."""
+
+
+class HnswConfig(_Section):
+    """Chroma HNSW index parameters (space is always cosine)."""
+
+    ef_construction: int = Field(200, ge=4)
+    """Candidate list size while building the graph (higher: better recall, slower writes)."""
+    ef_search: int = Field(100, ge=1)
+    """Candidate list size while searching (higher: better recall, slower queries)."""
+    max_neighbors: int = Field(16, ge=2)
+    """Graph degree M."""
+
+
+class StoreConfig(_Section):
+    """Where memory lives. Production gives this at serve time, so it is not exported."""
+
+    path: str | None = None
+    """Folder of an embedded Chroma store (``PersistentClient``). ``None``: the caller decides (the CLI uses a
+    folder under ``HINDSIGHT_LAB_HOME``)."""
+    url: str | None = None
+    """URL of a Chroma server (``chroma run``), e.g. ``http://127.0.0.1:8000``; takes precedence over ``path``."""
+    namespace: str = Field("default", pattern=r"^[A-Za-z0-9][A-Za-z0-9_-]{0,40}$")
+    """Prefix of this memory's collections: one set of collections per namespace."""
+    hnsw: HnswConfig = HnswConfig()
+    """HNSW parameters used when a collection is created."""
+
+
+class EpisodeConfig(_Section):
+    """How a finished episode becomes one L2 episode record (no LLM involved)."""
+
+    key: Literal["instruction", "summary"] = Field("instruction", json_schema_extra=_affects(WRITE, RECALL))
+    """What is embedded for an episode: its instruction (task similarity, the default) or the whole summary."""
+    summary_max_chars: int = Field(600, ge=80, json_schema_extra=_affects(WRITE, RECALL))
+    """Length bound of the stored summary text."""
+    success_confidence: float = Field(0.8, ge=0, le=1, json_schema_extra=_affects(WRITE, RECALL))
+    """Confidence of an episode record whose outcome is success."""
+    partial_confidence: float = Field(0.6, ge=0, le=1, json_schema_extra=_affects(WRITE, RECALL))
+    """Confidence of an episode record whose outcome is partial."""
+    failure_confidence: float = Field(0.5, ge=0, le=1, json_schema_extra=_affects(WRITE, RECALL))
+    """Confidence of an episode record whose outcome is failure (failures still carry lessons)."""
+    read_only_prefixes: tuple[str, ...] = Field(
+        ("get", "search", "list", "find", "lookup", "read", "fetch", "query", "calculate", "think", "check",
+         "view", "show", "transfer", "finish", "answer", "respond"),
+        json_schema_extra=_affects(WRITE, RECALL))
+    """Tool names starting with one of these (case-insensitive, before ``_`` or a capital) only read or talk; the
+    task_type derived from an episode is the sorted set of the *other* tools it called (``read_only`` when
+    none)."""
+
+
+class DedupConfig(_Section):
+    """Dedup on write for candidates and rules (article §8.2)."""
+
+    similarity: float = Field(0.92, ge=0, le=1, json_schema_extra=_affects(WRITE))
+    """Cosine similarity at or above which a new rule merges into the nearest existing one."""
+    same_task_type: bool = Field(True, json_schema_extra=_affects(WRITE))
+    """Merge only records of the same task_type when both have one."""
+
+
+class PromotionConfig(_Section):
+    """When a candidate becomes an L3 rule (article §3.3, "three verifications")."""
+
+    min_hits: int = Field(3, ge=1, json_schema_extra=_affects(WRITE))
+    """Number of *different* source episodes that must confirm a candidate."""
+    min_mean_confidence: float = Field(0.7, ge=0, le=1, json_schema_extra=_affects(WRITE))
+    """The running mean confidence must be strictly above this."""
+    require_counter_examples: bool = Field(True, json_schema_extra=_affects(WRITE))
+    """Never promote a candidate without counter_examples (article §8.5)."""
+
+
+class WeightsConfig(_Section):
+    """Rerank weights: ``w1·semantic + w2·task_type + w3·confidence + w4·recency − w5·redundancy``."""
+
+    semantic: float = Field(0.2, ge=0, json_schema_extra=_affects(RECALL))
+    """w1: cosine similarity to the query, clipped to [0, 1]."""
+    task_type: float = Field(0.3, ge=0, json_schema_extra=_affects(RECALL))
+    """w2: 1 when the record's task_type equals the query's (given or inferred), else 0."""
+    confidence: float = Field(0.3, ge=0, json_schema_extra=_affects(RECALL))
+    """w3: the record's confidence."""
+    recency: float = Field(0.1, ge=0, json_schema_extra=_affects(RECALL))
+    """w4: ``0.5 ** (age / half_life)``, age from last_confirmed_at else created_at."""
+    redundancy: float = Field(0.1, ge=0, json_schema_extra=_affects(RECALL))
+    """w5: penalty on the highest similarity to a record already selected (greedy, MMR-style)."""
+
+
+class ClassifierConfig(_Section):
+    """The light task-type classifier used when a query comes without task_type: a similarity-weighted vote of
+    the nearest stored episodes (those recalled by the vector path), which abstains when unsure."""
+
+    enabled: bool = Field(True, json_schema_extra=_affects(RECALL))
+    """Infer the query's task_type when the caller gives none."""
+    k: int = Field(10, ge=1, json_schema_extra=_affects(RECALL))
+    """Nearest episodes that vote."""
+    min_votes: int = Field(2, ge=1, json_schema_extra=_affects(RECALL))
+    """Abstain unless at least this many neighbours carry the winning task_type."""
+    min_share: float = Field(0.5, ge=0, le=1, json_schema_extra=_affects(RECALL))
+    """Abstain unless the winning task_type has more than this share of the vote weight."""
+
+
+class RetrievalConfig(_Section):
+    """Three-path recall, rerank, and the injection budget (DESIGN §3)."""
+
+    top_k: int = Field(5, ge=1, json_schema_extra=_affects(RECALL))
+    """Most memories injected (triggered rules included)."""
+    path_depth: int = Field(20, ge=1, json_schema_extra=_affects(RECALL))
+    """Records taken from each recall path before the rerank."""
+    min_similarity: float = Field(0.2, ge=-1, le=1, json_schema_extra=_affects(RECALL))
+    """Vector-path neighbours below this cosine similarity are dropped."""
+    min_score: float = Field(0.0, json_schema_extra=_affects(RECALL))
+    """Reranked results below this total score are dropped (triggered rules excepted)."""
+    max_triggered: int = Field(2, ge=0, json_schema_extra=_affects(RECALL))
+    """Triggered rules guaranteed a place in the result."""
+    token_budget: int = Field(600, ge=1, json_schema_extra=_affects(RECALL))
+    """Token budget of the injected memories, counted with the embedding model's tokenizer."""
+    recency_half_life_days: float = Field(14.0, gt=0, json_schema_extra=_affects(RECALL))
+    """Half-life of the recency term, in days."""
+    weights: WeightsConfig = WeightsConfig()
+    """Rerank weights."""
+    classifier: ClassifierConfig = ClassifierConfig()
+    """Task-type inference for queries without task_type."""
+    track_retrievals: bool = True
+    """Update last_retrieved_at and debug_trace on every retrieval (bookkeeping; never read by ranking)."""
+    debug_trace_max: int = Field(50, ge=0)
+    """Entries kept in a record's debug_trace (oldest dropped first)."""
+
+
+class FeedbackConfig(_Section):
+    """Explicit feedback on a memory (DESIGN §2.5)."""
+
+    up_step: float = Field(0.1, ge=0, le=1, json_schema_extra=_affects(WRITE))
+    """Confidence added by an up (capped at 1)."""
+    down_step: float = Field(0.2, ge=0, le=1, json_schema_extra=_affects(WRITE))
+    """Confidence removed by a down (floored at 0)."""
+    delete_after_downs: int = Field(2, ge=1, json_schema_extra=_affects(WRITE))
+    """The down that brings a record to this many downs deletes it."""
+
+
+class DecayConfig(_Section):
+    """Decay and archive on the maintenance clock (DESIGN §2.6, article §7.3)."""
+
+    archive_unretrieved: bool = Field(True, json_schema_extra=_affects(WRITE))
+    """Archive L2 records unretrieved for ``l2_archive_days`` (retrieval-driven; replays switch it off)."""
+    l2_archive_days: float = Field(30.0, gt=0, json_schema_extra=_affects(WRITE))
+    """Days without retrieval after which an L2 record is archived."""
+    l3_decay_days: tuple[float, ...] = Field((90.0, 180.0), json_schema_extra=_affects(WRITE))
+    """Ages (days since the later of last_triggered_at and last_confirmed_at) at which an L3 rule decays."""
+    l3_decay_factor: float = Field(0.8, gt=0, le=1, json_schema_extra=_affects(WRITE))
+    """Confidence multiplier applied at each decay age."""
+    l3_archive_days: float = Field(270.0, gt=0, json_schema_extra=_affects(WRITE))
+    """Age at which an untriggered, unconfirmed L3 rule is archived."""
+
+    @field_validator("l3_decay_days")
+    @classmethod
+    def _increasing(cls, v: tuple[float, ...]) -> tuple[float, ...]:
+        if any(b <= a for a, b in zip(v, v[1:])) or any(d <= 0 for d in v):
+            raise ValueError("must be positive and strictly increasing")
+        return v
+
+
+class Provenance(_Section):
+    """Where an exported config came from. No machine paths, no secrets."""
+
+    run_id: str | None = None
+    """MLflow run id of the sweep trial."""
+    dataset_sha256: str | None = None
+    """Hash of the dataset the config was tuned on."""
+    metrics: dict[str, float] = {}
+    """Headline metrics of the tuned config."""
+    package_version: str | None = None
+    """hindsight_lab version that produced it."""
+
+
+# --------------------------------------------------------------------------------------------------- LabConfig
+class LabConfig(_Section):
+    """Everything that decides how hindsight memory writes, recalls and reflects.
+
+    Examples:
+        >>> cfg = LabConfig.from_yaml("experiments/configs/default.yaml")  # doctest: +SKIP
+        >>> cfg.with_params({"dedup.similarity": 0.9}).dedup.similarity
+        0.9
+    """
+
+    schema_version: Literal[1] = SCHEMA_VERSION
+    """Version of this schema; a file written by a newer schema is refused."""
+    embedder: EmbedderConfig = EmbedderConfig()
+    """Embedding model and encoding settings."""
+    store: StoreConfig = StoreConfig()
+    """Where memory lives (given at serve time in production)."""
+    episode: EpisodeConfig = EpisodeConfig()
+    """How finished episodes become L2 episode records."""
+    dedup: DedupConfig = DedupConfig()
+    """Dedup on write for candidates and rules."""
+    promotion: PromotionConfig = PromotionConfig()
+    """Candidate → L3 promotion."""
+    retrieval: RetrievalConfig = RetrievalConfig()
+    """Recall paths, rerank and injection."""
+    feedback: FeedbackConfig = FeedbackConfig()
+    """Up/down feedback."""
+    decay: DecayConfig = DecayConfig()
+    """Decay and archive."""
+    provenance: Provenance | None = None
+    """Where this config came from (set by export)."""
+
+    @model_validator(mode="after")
+    def _some_weight(self) -> "LabConfig":
+        w = self.retrieval.weights
+        if w.semantic + w.task_type + w.confidence + w.recency == 0:
+            raise ValueError("retrieval.weights: at least one positive term weight is needed")
+        return self
+
+    # ------------------------------------------------------------------ construction
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any] | None, *, source: str = "config") -> "LabConfig":
+        """Validate a nested mapping; a bad field raises :class:`ConfigError` naming it and the source."""
+        try:
+            return cls.model_validate(dict(data or {}))
+        except ValidationError as exc:
+            raise ConfigError(_describe(exc, source)) from None
+
+    @classmethod
+    def from_yaml(cls, path: str | Path) -> "LabConfig":
+        """Load a YAML file (as written by :meth:`to_yaml` or ``export``)."""
+        import yaml
+
+        path = Path(path)
+        try:
+            data = yaml.safe_load(path.read_text(encoding="utf-8"))
+        except FileNotFoundError:
+            raise ConfigError(f"{path}: config file not found") from None
+        except yaml.YAMLError as exc:
+            raise ConfigError(f"{path}: not valid YAML: {exc}") from None
+        if data is not None and not isinstance(data, dict):
+            raise ConfigError(f"{path}: expected a mapping at the top level, got {type(data).__name__}")
+        return cls.from_dict(data, source=str(path))
+
+    def to_dict(self, *, only_behaviour: bool = False) -> dict[str, Any]:
+        """Nested plain dict (tuples as lists). ``only_behaviour`` keeps only fields marked ``affects``, plus
+        ``schema_version`` and ``provenance``."""
+        data = _plain(self.model_dump(mode="json"))
+        if not only_behaviour:
+            return data
+        keep = set(self.behaviour_fields())
+        out: dict[str, Any] = {"schema_version": self.schema_version}
+        for dotted, value in _flatten(data).items():
+            if dotted in keep:
+                _set_dotted(out, dotted, value)
+        if self.provenance is not None:
+            out["provenance"] = data["provenance"]
+        return out
+
+    def to_yaml(self, path: str | Path | None = None, *, only_behaviour: bool = False) -> str:
+        """YAML text of this config, also written to ``path`` when given."""
+        import yaml
+
+        text = yaml.safe_dump(self.to_dict(only_behaviour=only_behaviour), sort_keys=False, allow_unicode=True)
+        if path is not None:
+            Path(path).parent.mkdir(parents=True, exist_ok=True)
+            Path(path).write_text(text, encoding="utf-8")
+        return text
+
+    # ------------------------------------------------------------------ overrides and introspection
+    def with_params(self, params: Mapping[str, Any] | None = None, **kwargs: Any) -> "LabConfig":
+        """A copy with dotted overrides applied, validated as a whole.
+
+        ``kwargs`` use ``__`` for dots (``retrieval__top_k=10``), like scikit-learn's ``set_params``.
+        An unknown key raises :class:`ConfigError` naming it.
+        """
+        updates = dict(params or {})
+        updates.update({k.replace("__", "."): v for k, v in kwargs.items()})
+        known = set(self.flat(include_sections=True))
+        data = self.model_dump(mode="python")
+        for key, value in updates.items():
+            if key not in known:
+                close = [k for k in sorted(known) if k.split(".")[-1] == key.split(".")[-1]]
+                hint = f"; did you mean {close[0]!r}?" if close else ""
+                raise ConfigError(f"unknown config key {key!r}{hint}")
+            _set_dotted(data, key, value)
+        return type(self).from_dict(data, source="with_params")
+
+    def flat(self, *, include_sections: bool = False) -> dict[str, Any]:
+        """``{"retrieval.weights.semantic": 0.2, ...}`` for ``mlflow.log_params`` and sweeps.
+
+        Tuples stay tuples; ``include_sections`` also lists the section names themselves.
+        """
+        out: dict[str, Any] = {}
+
+        def walk(model: BaseModel, prefix: str) -> None:
+            for name in type(model).model_fields:
+                value = getattr(model, name)
+                key = f"{prefix}{name}"
+                if isinstance(value, BaseModel):
+                    if include_sections:
+                        out[key] = value
+                    walk(value, key + ".")
+                else:
+                    out[key] = value
+
+        walk(self, "")
+        if not include_sections:
+            out = {k: v for k, v in out.items() if not k.startswith("provenance")}
+        return out
+
+    @classmethod
+    def behaviour_fields(cls) -> dict[str, list[str]]:
+        """Dotted names of every field that affects write, recall or reflect, with what it affects."""
+        out: dict[str, list[str]] = {}
+
+        def walk(model_cls: type[BaseModel], prefix: str) -> None:
+            for name, info in model_cls.model_fields.items():
+                ann = info.annotation
+                if isinstance(ann, type) and issubclass(ann, BaseModel):
+                    walk(ann, f"{prefix}{name}.")
+                elif isinstance(info.json_schema_extra, dict) and "affects" in info.json_schema_extra:
+                    out[f"{prefix}{name}"] = list(info.json_schema_extra["affects"])
+
+        walk(cls, "")
+        return out
+
+    @classmethod
+    def describe(cls) -> dict[str, str]:
+        """Dotted field name → its documentation."""
+        out: dict[str, str] = {}
+
+        def walk(model_cls: type[BaseModel], prefix: str) -> None:
+            for name, info in model_cls.model_fields.items():
+                out[f"{prefix}{name}"] = info.description or ""
+                ann = info.annotation
+                if isinstance(ann, type) and issubclass(ann, BaseModel):
+                    walk(ann, f"{prefix}{name}.")
+
+        walk(cls, "")
+        return out
+
+
+# --------------------------------------------------------------------------------------------------- helpers
+def _describe(exc: ValidationError, source: str) -> str:
+    parts = []
+    for err in exc.errors():
+        loc = ".".join(str(p) for p in err["loc"]) or "<root>"
+        if err["type"] == "extra_forbidden":
+            parts.append(f"{loc}: unknown config key")
+        else:
+            parts.append(f"{loc}: {err['msg']} (got {err.get('input')!r})")
+    return f"{source}: invalid config: " + "; ".join(parts)
+
+
+def _plain(value: Any) -> Any:
+    if isinstance(value, dict):
+        return {k: _plain(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_plain(v) for v in value]
+    return value
+
+
+def _flatten(data: Mapping[str, Any], prefix: str = "") -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    for key, value in data.items():
+        if isinstance(value, Mapping) and key != "metrics":
+            out.update(_flatten(value, f"{prefix}{key}."))
+        else:
+            out[f"{prefix}{key}"] = value
+    return out
+
+
+def _set_dotted(data: dict[str, Any], dotted: str, value: Any) -> None:
+    *parents, leaf = dotted.split(".")
+    node = data
+    for part in parents:
+        child = node.get(part)
+        if not isinstance(child, dict):
+            child = {} if child is None else (child.model_dump() if isinstance(child, BaseModel) else child)
+            node[part] = child
+        node = child
+    node[leaf] = value

@@ -1,0 +1,58 @@
+"""Every exception and warning raised by hindsight_lab.
+
+All errors derive from :class:`HindsightLabError`; those that are also a bad value or a missing import derive
+from the matching built-in too, so ``except ValueError`` keeps working for callers who do not know this package.
+"""
+
+from __future__ import annotations
+
+
+class HindsightLabError(Exception):
+    """Base class of every error raised by hindsight_lab."""
+
+
+class ConfigError(HindsightLabError, ValueError):
+    """A configuration value (file, override or argument) is invalid; the message names the field."""
+
+
+class ValidationError(HindsightLabError, ValueError):
+    """Input to a memory operation is invalid; the message names the field. Nothing was stored."""
+
+
+class TraceFormatError(HindsightLabError, ValueError):
+    """A trace file is malformed; the message names the file, the line and the field."""
+
+    def __init__(self, message: str, *, path: str | None = None, line: int | None = None,
+                 field: str | None = None) -> None:
+        where = ":".join(str(p) for p in (path, line) if p is not None)
+        prefix = f"{where}: " if where else ""
+        suffix = f" (field {field!r})" if field else ""
+        super().__init__(f"{prefix}{message}{suffix}")
+        self.path, self.line, self.field = path, line, field
+
+
+class StoreError(HindsightLabError):
+    """The backing store failed or holds something this package cannot read."""
+
+
+class MemoryNotFound(StoreError, KeyError):
+    """No memory record has the given id."""
+
+    def __str__(self) -> str:  # KeyError would repr() the message
+        return str(self.args[0]) if self.args else "memory not found"
+
+
+class EmbeddingModelMismatch(StoreError):
+    """A collection was built with another embedding model than the one now configured."""
+
+
+class ReflectorError(HindsightLabError):
+    """A reflector failed to produce a reflection."""
+
+
+class MissingDependencyError(HindsightLabError, ImportError):
+    """An optional dependency is not installed."""
+
+
+class HindsightLabWarning(UserWarning):
+    """Base class of every warning emitted by hindsight_lab."""

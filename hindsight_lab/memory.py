@@ -1,0 +1,590 @@
+"""`MemorySystem`: write, search, feedback, maintain — orchestration only.
+
+The pieces it wires together live elsewhere: the store (``store/``), the embedder and token counter (``embed/``),
+the recall paths, rerank and injection (``retrieve/``), the episode summary (``summary.py``) and the config.
+
+Examples:
+    >>> from hindsight_lab import LabConfig, MemorySystem
+    >>> mem = MemorySystem(LabConfig().with_params({"store.path": "/tmp/hl-doc"}))  # doctest: +SKIP
+    >>> mem.write("Check the fare rules before refunding", confidence=0.8)  # doctest: +SKIP
+    >>> mem.search("refund a ticket").to_frame()  # doctest: +SKIP
+"""
+
+from __future__ import annotations
+
+import logging
+from contextlib import contextmanager
+from dataclasses import dataclass, field, replace
+from datetime import datetime, timedelta
+from typing import TYPE_CHECKING, Any, Callable, Iterable, Iterator, Sequence
+
+import numpy as np
+
+from .config import LabConfig
+from .errors import MemoryNotFound, StoreError, ValidationError
+from .inputs import parse_memory_input
+from .protocols import BUCKETS
+from .retrieve.inject import fit_budget, render
+from .retrieve.paths import TaskTypeIndex, TriggerIndex, infer_task_type
+from .retrieve.rerank import recency, rerank
+from .retrieve.result import SearchResult
+from .summary import derive_task_type, summarise
+from .trace import Episode
+from .types import Hit, Kind, MemoryRecord, ScoreTerms, new_id, utcnow
+from .working import WorkingMemory
+
+if TYPE_CHECKING:
+    import pandas as pd
+
+logger = logging.getLogger(__name__)
+
+_RECALLED = ("episode", "candidate", "rule")
+_FLUSH_AT = 256
+
+
+@dataclass(frozen=True, slots=True)
+class WriteResult:
+    """What a write did: ``created``, ``merged`` (into a candidate), ``confirmed`` (an L3 rule), and whether the
+    record it ended in was ``promoted`` to L3 by this write."""
+
+    action: str
+    record: MemoryRecord
+    promoted: bool = False
+
+
+@dataclass(frozen=True, slots=True)
+class MaintenanceReport:
+    """Ids archived and decayed by :meth:`MemorySystem.maintain`."""
+
+    now: datetime
+    archived: list[str] = field(default_factory=list)
+    decayed: list[str] = field(default_factory=list)
+
+    def to_frame(self) -> "pd.DataFrame":
+        import pandas as pd
+
+        rows = [{"id": i, "action": "archived"} for i in self.archived]
+        rows += [{"id": i, "action": "decayed"} for i in self.decayed]
+        return pd.DataFrame(rows, columns=["id", "action"])
+
+
+class MemorySystem:
+    """Layered hindsight memory on a store.
+
+    Args:
+        config: the :class:`LabConfig`; defaults everywhere when None.
+        store: a store implementing :class:`~hindsight_lab.protocols.Store`; by default a Chroma store built
+            from ``config.store`` (embedded at ``store.path``, or the server at ``store.url``).
+        embedder: an :class:`~hindsight_lab.protocols.Embedder`; by default built from ``config.embedder``.
+        clock: returns "now" (UTC) for every operation that does not get ``now=``; inject one for replays/tests.
+    """
+
+    def __init__(self, config: LabConfig | None = None, *, store: Any = None, embedder: Any = None,
+                 clock: Callable[[], datetime] | None = None) -> None:
+        self.config = config
+        self.store = store
+        self.embedder = embedder
+        self.clock = clock
+
+    # ------------------------------------------------------------------ lifecycle
+    def open(self, *, verify_model: bool = True) -> "MemorySystem":
+        """Open the store and rebuild the in-process indexes. Called by the first operation if needed."""
+        from .embed import TokenCounter, make_embedder
+        from .store.chroma import ChromaStore
+
+        self.config_ = self.config or LabConfig()
+        if self.embedder is None:
+            e = self.config_.embedder
+            self.embedder = make_embedder(e.model, device=e.device, batch_size=e.batch_size,
+                                          query_cache_size=e.query_cache_size)
+        if self.store is None:
+            self.store = ChromaStore.from_config(self.config_.store)
+        self.tokens_ = TokenCounter.for_embedder(self.embedder)
+        self.store.open(self.embedder.name(), verify=verify_model)
+        self._pending: dict[str, MemoryRecord] = {}
+        self._working: WorkingMemory | None = None
+        self._rebuild_indexes()
+        return self
+
+    def _rebuild_indexes(self) -> None:
+        self._task_types = TaskTypeIndex()
+        self._triggers = TriggerIndex()
+        self._bucket_of: dict[str, str] = {}
+        self._counts: dict[str, int] = {b: 0 for b in BUCKETS}
+        self._episode_ids: dict[str, str] = {}
+        for bucket in BUCKETS:
+            for rec in self.store.scan(bucket):
+                self._index(rec, bucket)
+
+    def _index(self, rec: MemoryRecord, bucket: str) -> None:
+        old = self._bucket_of.get(rec.id)
+        if old != bucket:
+            if old is not None:
+                self._counts[old] -= 1
+            self._counts[bucket] += 1
+        self._bucket_of[rec.id] = bucket
+        if bucket == "archive":
+            self._task_types.remove(rec.id)
+            self._triggers.remove(rec.id)
+            return
+        self._task_types.add(rec.id, rec.task_type, rec.created_at.timestamp(), bucket)
+        if rec.kind is Kind.RULE:
+            self._triggers.add(rec.id, rec.trigger, rec.domain)
+        if rec.kind is Kind.EPISODE and rec.source_episode_ids:
+            self._episode_ids[rec.source_episode_ids[0]] = rec.id
+
+    def _unindex(self, record_id: str) -> None:
+        old = self._bucket_of.pop(record_id, None)
+        if old is not None:
+            self._counts[old] -= 1
+        self._task_types.remove(record_id)
+        self._triggers.remove(record_id)
+
+    def _ready(self) -> None:
+        if not hasattr(self, "config_"):
+            self.open()
+
+    def _now(self, now: datetime | None) -> datetime:
+        return now or (self.clock() if self.clock else utcnow())
+
+    def flush(self) -> None:
+        """Persist pending retrieval bookkeeping (last_retrieved_at, debug_trace)."""
+        if getattr(self, "_pending", None):
+            by_bucket: dict[str, list[MemoryRecord]] = {}
+            for rec in self._pending.values():
+                bucket = self._bucket_of.get(rec.id)
+                if bucket is not None:
+                    by_bucket.setdefault(bucket, []).append(rec)
+            for bucket, recs in by_bucket.items():
+                self.store.update(bucket, recs)
+            self._pending.clear()
+
+    def close(self) -> None:
+        if hasattr(self, "config_"):
+            self.flush()
+            self.store.close()
+            del self.config_
+
+    def __enter__(self) -> "MemorySystem":
+        self._ready()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    # ------------------------------------------------------------------ reads
+    def get(self, memory_id: str) -> MemoryRecord:
+        """The record with this id (archived ones included); :class:`MemoryNotFound` otherwise."""
+        self._ready()
+        return self._get(memory_id)[0]
+
+    def _get(self, memory_id: str) -> tuple[MemoryRecord, np.ndarray, str]:
+        bucket = self._bucket_of.get(memory_id)
+        found = self.store.get(bucket, [memory_id]) if bucket else []
+        if not found:
+            raise MemoryNotFound(f"no memory with id {memory_id!r}")
+        rec, emb = found[0]
+        return self._pending.get(memory_id, rec), emb, bucket
+
+    def records(self, kind: Kind | str | None = None, *, archived: bool = False) -> list[MemoryRecord]:
+        """All records of a kind (or every kind), optionally only the archived ones."""
+        self._ready()
+        self.flush()
+        kind = Kind(kind) if kind is not None else None
+        buckets = ["archive"] if archived else [b for b in _RECALLED if kind is None or b == kind.value]
+        out = [r for b in buckets for r in self.store.scan(b)]
+        return [r for r in out if kind is None or r.kind is kind]
+
+    def stats(self) -> dict[str, Any]:
+        """Counts per bucket and layer, task types, triggers, the embedding model."""
+        self._ready()
+        self.flush()
+        counts = {b: self.store.count(b) for b in BUCKETS}
+        return {"episodes": counts["episode"], "candidates": counts["candidate"], "rules": counts["rule"],
+                "archived": counts["archive"], "L2": counts["episode"] + counts["candidate"], "L3": counts["rule"],
+                "task_types": dict(sorted(self._task_types.types().items())), "triggers": len(self._triggers),
+                "working": len(self._working) if self._working else 0, "embedding_model": self.embedder.name()}
+
+    # ------------------------------------------------------------------ episode writes (L2, never merged)
+    def write_episode(self, episode: Episode | dict[str, Any], *, task_type: str | None = None,
+                      now: datetime | None = None) -> MemoryRecord:
+        """Write one finished episode as one L2 episode record (no LLM). See :meth:`write_episodes`."""
+        return self.write_episodes([episode], task_types=[task_type], now=now)[0]
+
+    def write_episodes(self, episodes: Sequence[Episode | dict[str, Any]], *,
+                       task_types: Sequence[str | None] | None = None, now: datetime | None = None
+                       ) -> list[MemoryRecord]:
+        """Write finished episodes, one L2 record each, embedded in one batch.
+
+        The record's task_type is derived from the tools the agent called (:func:`derive_task_type`) unless the
+        caller knows it (``task_types``); the episode's ground-truth ``task_type`` is never read. Writing the same
+        ``episode_id`` again replaces its record. ``created_at`` is the episode's ``started_at`` when set.
+        """
+        self._ready()
+        cfg = self.config_.episode
+        eps = [self._as_episode(e, i) for i, e in enumerate(episodes)]
+        given = list(task_types) if task_types is not None else [None] * len(eps)
+        now = self._now(now)
+        records = []
+        for ep, tt in zip(eps, given):
+            summary = summarise(ep, cfg.summary_max_chars)
+            conf = {"success": cfg.success_confidence, "partial": cfg.partial_confidence,
+                    "failure": cfg.failure_confidence}[ep.outcome]
+            records.append(MemoryRecord(
+                id=self._episode_ids.get(ep.episode_id) or new_id(Kind.EPISODE), kind=Kind.EPISODE,
+                content=summary, key=ep.instruction if cfg.key == "instruction" else None,
+                task_type=tt if tt is not None else derive_task_type(ep, cfg.read_only_prefixes),
+                domain=ep.domain, confidence=conf, outcome=ep.outcome, task_id=ep.task_id,
+                source_episode_ids=(ep.episode_id,), created_at=ep.started_at or now,
+                embedding_model=self.embedder.name()))
+        if not records:
+            return []
+        embeddings = self.embedder.embed([r.embed_text for r in records])
+        self.store.upsert("episode", records, embeddings)
+        for rec in records:
+            self._index(rec, "episode")
+        return records
+
+    @staticmethod
+    def _as_episode(data: Episode | dict[str, Any], position: int) -> Episode:
+        if isinstance(data, Episode):
+            return data
+        from pydantic import ValidationError as PydanticError
+
+        from .inputs import describe
+
+        try:
+            return Episode.model_validate(data)
+        except PydanticError as exc:
+            raise ValidationError(describe(exc, f"write_episodes[{position}]")) from None
+
+    # ------------------------------------------------------------------ rule writes (dedup, merge, promotion)
+    def write(self, content: str, **fields: Any) -> WriteResult:
+        """Write a rule: an L2 candidate (``layer="L2"``, the default) or an L3 rule (``layer="L3"``).
+
+        Dedup on write (DESIGN §2.3), rules first: a rule within ``dedup.similarity`` of an L3 rule confirms it;
+        otherwise one within it of the nearest candidate merges into that candidate (``hit_count + 1``,
+        confidence = running mean, provenance and counter_examples unioned); otherwise a new record is created.
+        A candidate confirmed by ``promotion.min_hits`` different episodes with mean confidence above
+        ``promotion.min_mean_confidence`` and counter_examples is promoted to L3 (de-duplicated against L3).
+
+        Keyword fields: layer, task_type, domain, confidence, counter_examples, trigger, source_episode_ids,
+        now. Invalid input raises :class:`ValidationError` naming the field; nothing is stored then.
+        """
+        self._ready()
+        now = self._now(fields.pop("now", None))
+        item = parse_memory_input({"content": content, **fields})
+        if item.layer == "L3" and self.config_.promotion.require_counter_examples and not item.counter_examples:
+            raise ValidationError("write: counter_examples: an L3 rule needs at least one counter-example")
+        self.flush()
+        emb = self.embedder.embed([item.content])[0]
+        incoming = MemoryRecord(
+            id=new_id(Kind.RULE if item.layer == "L3" else Kind.CANDIDATE),
+            kind=Kind.RULE if item.layer == "L3" else Kind.CANDIDATE, content=item.content,
+            task_type=item.task_type, domain=item.domain, confidence=item.confidence,
+            counter_examples=tuple(item.counter_examples),
+            trigger=item.trigger.to_trigger() if item.trigger else None,
+            source_episode_ids=tuple(dict.fromkeys(item.source_episode_ids)), created_at=now,
+            last_confirmed_at=now, embedding_model=self.embedder.name())
+        rule = self._nearest_match("rule", incoming, emb)
+        if rule is not None:
+            return WriteResult("confirmed", self._merge_into(rule, incoming, "rule", now))
+        if incoming.kind is Kind.RULE:
+            self._put("rule", incoming, emb)
+            return WriteResult("created", incoming)
+        candidate = self._nearest_match("candidate", incoming, emb)
+        if candidate is None:
+            self._put("candidate", incoming, emb)
+            return WriteResult("created", incoming)
+        merged = self._merge_into(candidate, incoming, "candidate", now)
+        if self._promotable(merged):
+            return WriteResult("merged", self._promote(merged, candidate[1], now), promoted=True)
+        return WriteResult("merged", merged)
+
+    def _nearest_match(self, bucket: str, rec: MemoryRecord, emb: np.ndarray
+                       ) -> tuple[MemoryRecord, np.ndarray] | None:
+        cfg = self.config_.dedup
+        if not self._counts[bucket]:
+            return None
+        for other, sim, other_emb in self.store.query(bucket, emb, 5):
+            if sim < cfg.similarity:
+                break
+            if cfg.same_task_type and None not in (rec.task_type, other.task_type) \
+                    and rec.task_type != other.task_type:
+                continue
+            return other, other_emb
+        return None
+
+    def _merge_into(self, target: tuple[MemoryRecord, np.ndarray], new: MemoryRecord, bucket: str,
+                    now: datetime) -> MemoryRecord:
+        old = target[0]
+        hits = old.hit_count + new.hit_count
+        merged = replace(
+            old, hit_count=hits,
+            confidence=(old.confidence * old.hit_count + new.confidence * new.hit_count) / hits,
+            source_episode_ids=tuple(dict.fromkeys(old.source_episode_ids + new.source_episode_ids)),
+            counter_examples=tuple(dict.fromkeys(old.counter_examples + new.counter_examples)),
+            trigger=old.trigger or new.trigger, task_type=old.task_type or new.task_type,
+            domain=old.domain or new.domain, last_confirmed_at=now, decay_steps=0)
+        self.store.update(bucket, [merged])
+        self._index(merged, bucket)
+        return merged
+
+    def _promotable(self, rec: MemoryRecord) -> bool:
+        p = self.config_.promotion
+        return (len(set(rec.source_episode_ids)) >= p.min_hits and rec.confidence > p.min_mean_confidence
+                and (bool(rec.counter_examples) or not p.require_counter_examples))
+
+    def _promote(self, cand: MemoryRecord, emb: np.ndarray, now: datetime) -> MemoryRecord:
+        """Move a candidate to L3, merging it into an equivalent rule when there is one."""
+        as_rule = replace(cand, kind=Kind.RULE, last_confirmed_at=now)
+        match = self._nearest_match("rule", as_rule, emb)
+        if match is not None:
+            result = self._merge_into(match, as_rule, "rule", now)
+        else:
+            self._put("rule", as_rule, emb)
+            result = as_rule
+        self.store.delete("candidate", [cand.id])
+        if result.id != cand.id:
+            self._unindex(cand.id)
+        logger.info("promoted %s to L3 as %s", cand.id, result.id)
+        return result
+
+    def _put(self, bucket: str, rec: MemoryRecord, emb: np.ndarray) -> None:
+        self.store.upsert(bucket, [rec], emb[None, :])
+        self._index(rec, bucket)
+
+    # ------------------------------------------------------------------ search
+    def search(self, query: str, *, task_type: str | None = None, domain: str | None = None,
+               top_k: int | None = None, now: datetime | None = None, task_id: str | None = None
+               ) -> SearchResult:
+        """Three-path recall, weighted rerank, token budget (DESIGN §3).
+
+        Args:
+            query: what the agent sees at task start.
+            task_type: the query's task_type if the caller knows it; else the classifier infers it or abstains.
+            domain: keep only records of this domain (or of none).
+            top_k: overrides ``retrieval.top_k``.
+            now: the clock for recency and bookkeeping.
+            task_id: recorded in the debug_trace of every injected record.
+        """
+        self._ready()
+        if not isinstance(query, str) or not query.strip():
+            raise ValidationError(f"search: query: must be a non-empty string (got {query!r})")
+        cfg = self.config_.retrieval
+        k = cfg.top_k if top_k is None else int(top_k)
+        if k < 1:
+            raise ValidationError(f"search: top_k: must be at least 1 (got {top_k!r})")
+        now = self._now(now)
+        q = self.embedder.embed_query(query)
+        found: dict[str, list[Any]] = {}  # id -> [record, embedding, similarity, paths]
+
+        def add(rec: MemoryRecord, emb: np.ndarray, sim: float, path: str) -> None:
+            if rec.id in found:
+                found[rec.id][3].append(path)
+            elif domain is None or rec.domain in (None, domain):
+                found[rec.id] = [self._pending.get(rec.id, rec), emb, sim, [path]]
+
+        votes: list[tuple[str | None, float]] = []
+        for bucket in _RECALLED:
+            n = self._counts[bucket]
+            if not n:
+                continue
+            want = max(cfg.path_depth, cfg.classifier.k) if bucket == "episode" else cfg.path_depth
+            for rank, (rec, sim, emb) in enumerate(self.store.query(bucket, q, min(want, n))):
+                if bucket == "episode":
+                    votes.append((rec.task_type, sim))
+                if rank < cfg.path_depth and sim >= cfg.min_similarity:
+                    add(rec, emb, sim, "vector")
+
+        source, share = "given", 1.0
+        if task_type is None:
+            if cfg.classifier.enabled:
+                c = cfg.classifier
+                task_type, share = infer_task_type(votes, k=c.k, min_votes=c.min_votes, min_share=c.min_share)
+                source = "inferred" if task_type is not None else "abstained"
+            else:
+                source, share = "off", 0.0
+
+        if task_type is not None:
+            self._fetch(self._task_types.newest(task_type, cfg.path_depth), q, add, "task_type", found)
+        triggered = self._triggers.match(query, task_type, domain)
+        self._fetch([(rid, "rule") for rid in triggered], q, add, "trigger", found)
+
+        items = list(found.values())
+        recs = [it[0] for it in items]
+        feats = np.array([[min(max(it[2], 0.0), 1.0),
+                           1.0 if task_type is not None and it[0].task_type == task_type else 0.0,
+                           it[0].confidence, self._age_days(it[0], now)] for it in items]).reshape(-1, 4)
+        if len(items):
+            feats[:, 3] = recency(feats[:, 3], cfg.recency_half_life_days)
+        embs = np.stack([it[1] for it in items]) if items else np.zeros((0, 1))
+        w = cfg.weights
+        forced = np.array(["trigger" in it[3] for it in items], dtype=bool)
+        ranked = rerank(feats, embs @ embs.T, (w.semantic, w.task_type, w.confidence, w.recency, w.redundancy),
+                        top_k=k, min_score=cfg.min_score, forced=forced, max_forced=cfg.max_triggered)
+
+        working = self._working.records() if self._working else []
+        ordered = working + [recs[i] for i in ranked.order]
+        must = [True] * len(working) + [bool(forced[i]) for i in ranked.order]
+        kept, line_tokens = fit_budget(ordered, must, cfg.token_budget, self.tokens_.count)
+        kept_set = set(kept)
+        hits = []
+        for pos, i in enumerate(ranked.order):
+            j = pos + len(working)
+            if j in kept_set:
+                hits.append(Hit(recs[i], tuple(items[i][3]), ScoreTerms(*map(float, ranked.terms[pos])),
+                                forced=bool(forced[i]), tokens=line_tokens[j]))
+        injection = render([ordered[j] for j in kept], self.tokens_.count)
+        if cfg.track_retrievals:
+            self._track(hits, triggered, found, query, task_id, now)
+        return SearchResult(query, task_type, source, float(share), hits, injection,
+                            working=[ordered[j] for j in kept if j < len(working)], n_candidates=len(items))
+
+    def _fetch(self, wanted: Iterable[tuple[str, str]], q: np.ndarray, add: Callable[..., None], path: str,
+               found: dict[str, list[Any]]) -> None:
+        by_bucket: dict[str, list[str]] = {}
+        for rid, bucket in wanted:
+            if rid in found:
+                found[rid][3].append(path)
+            else:
+                by_bucket.setdefault(bucket, []).append(rid)
+        for bucket, ids in by_bucket.items():
+            for rec, emb in self.store.get(bucket, ids):
+                add(rec, emb, float(emb @ q), path)
+
+    @staticmethod
+    def _age_days(rec: MemoryRecord, now: datetime) -> float:
+        return (now - (rec.last_confirmed_at or rec.created_at)) / timedelta(days=1)
+
+    def _track(self, hits: list[Hit], triggered: list[str], found: dict[str, list[Any]], query: str,
+               task_id: str | None, now: datetime) -> None:
+        limit = self.config_.retrieval.debug_trace_max
+        stamp = now.isoformat()
+        for rank, hit in enumerate(hits, 1):
+            rec = self._pending.get(hit.id, hit.record)
+            entry = {"at": stamp, "event": "retrieved", "rank": rank, "query": query[:120], "task_id": task_id}
+            self._pending[hit.id] = replace(rec, last_retrieved_at=now,
+                                            debug_trace=(rec.debug_trace + (entry,))[-limit:] if limit else ())
+        for rid in triggered:  # a matched trigger counts for decay whether or not the rule was injected
+            rec = self._pending.get(rid) or (found[rid][0] if rid in found else None)
+            if rec is not None:
+                self._pending[rid] = replace(rec, last_triggered_at=now)
+        if len(self._pending) >= _FLUSH_AT:
+            self.flush()
+
+    def record_outcome(self, memory_ids: Iterable[str], outcome: str, *, task_id: str | None = None,
+                       now: datetime | None = None) -> None:
+        """Note in each memory's debug_trace how a task that used it ended (never read by ranking)."""
+        self._ready()
+        now = self._now(now)
+        limit = self.config_.retrieval.debug_trace_max
+        for mid in memory_ids:
+            rec = self._get(mid)[0]
+            entry = {"at": now.isoformat(), "event": "outcome", "outcome": outcome, "task_id": task_id}
+            self._pending[mid] = replace(rec, debug_trace=(rec.debug_trace + (entry,))[-limit:] if limit else ())
+        self.flush()
+
+    # ------------------------------------------------------------------ working memory (L1)
+    @contextmanager
+    def working_memory(self, task_id: str) -> Iterator[WorkingMemory]:
+        """L1 working memory for one task: injected first in every search inside the block, destroyed after."""
+        self._ready()
+        if self._working is not None:
+            raise StoreError(f"task {self._working.task_id!r} still holds working memory; end it first")
+        self._working = WorkingMemory(task_id)
+        try:
+            yield self._working
+        finally:
+            self._working.clear()
+            self._working = None
+
+    # ------------------------------------------------------------------ feedback, maintenance, re-embedding
+    def feedback(self, memory_id: str, signal: str | int, text: str | None = None, *,
+                 now: datetime | None = None) -> MemoryRecord | None:
+        """Up raises confidence, down lowers it at once, the ``delete_after_downs``-th down deletes the record
+        (then None is returned). ``+1``/``-1`` are aliases; ``"correction"`` is a down with text."""
+        self._ready()
+        signals = {"up": "up", "+1": "up", 1: "up", "down": "down", "-1": "down", -1: "down",
+                   "correction": "down"}
+        kind = signals.get(signal.strip().lower() if isinstance(signal, str) else signal)
+        if kind is None:
+            raise ValidationError(f"feedback: signal: expected 'up', 'down', 'correction', +1 or -1 (got {signal!r})")
+        self.flush()
+        rec, _, bucket = self._get(memory_id)
+        cfg = self.config_.feedback
+        notes = rec.feedback_notes + ((f"{kind}: {text}",) if text else ())
+        if kind == "up":
+            new = replace(rec, ups=rec.ups + 1, confidence=min(1.0, rec.confidence + cfg.up_step),
+                          feedback_notes=notes)
+        elif rec.downs + 1 >= cfg.delete_after_downs:
+            self.store.delete(bucket, [memory_id])
+            self._unindex(memory_id)
+            logger.info("deleted %s after %d downs", memory_id, rec.downs + 1)
+            return None
+        else:
+            new = replace(rec, downs=rec.downs + 1, confidence=max(0.0, rec.confidence - cfg.down_step),
+                          feedback_notes=notes)
+        self.store.update(bucket, [new])
+        return new
+
+    def maintain(self, now: datetime | None = None) -> MaintenanceReport:
+        """Decay and archive on the given clock (DESIGN §2.6)."""
+        self._ready()
+        now = self._now(now)
+        self.flush()
+        cfg = self.config_.decay
+        report = MaintenanceReport(now)
+        to_archive: dict[str, list[str]] = {"episode": [], "candidate": [], "rule": []}
+        if cfg.archive_unretrieved:
+            for bucket in ("episode", "candidate"):
+                for rec in self.store.scan(bucket):
+                    if (now - (rec.last_retrieved_at or rec.created_at)) / timedelta(days=1) >= cfg.l2_archive_days:
+                        to_archive[bucket].append(rec.id)
+        decayed = []
+        for rec in self.store.scan("rule"):
+            ref = max((t for t in (rec.last_triggered_at, rec.last_confirmed_at) if t), default=rec.created_at)
+            age = (now - ref) / timedelta(days=1)
+            if age >= cfg.l3_archive_days:
+                to_archive["rule"].append(rec.id)
+                continue
+            due = sum(age >= d for d in cfg.l3_decay_days)
+            if due > rec.decay_steps:
+                decayed.append(replace(rec, decay_steps=due,
+                                       confidence=rec.confidence * cfg.l3_decay_factor ** (due - rec.decay_steps)))
+        if decayed:
+            self.store.update("rule", decayed)
+            report.decayed.extend(r.id for r in decayed)
+        for bucket, ids in to_archive.items():
+            if ids:
+                self._archive(bucket, ids)
+                report.archived.extend(ids)
+        return report
+
+    def _archive(self, bucket: str, ids: list[str]) -> None:
+        pairs = self.store.get(bucket, ids)
+        recs = [replace(r, archived=True) for r, _ in pairs]
+        self.store.upsert("archive", recs, np.stack([e for _, e in pairs]))
+        self.store.delete(bucket, [r.id for r in recs])
+        for rec in recs:
+            self._index(rec, "archive")
+
+    def reembed(self, embedder: Any = None, *, show_progress: bool = False) -> dict[str, int]:
+        """Rebuild every vector with ``embedder`` (default: the configured one) and record the new model.
+
+        Works on a store that refused to open because of an embedding-model mismatch.
+        """
+        if embedder is not None:
+            self.embedder = embedder
+        if not hasattr(self, "config_"):
+            self.open(verify_model=False)
+        self.flush()
+        name = self.embedder.name()
+        done = {}
+        for bucket in BUCKETS:
+            recs = [replace(r, embedding_model=name) for r in self.store.scan(bucket)]
+            embs = self.embedder.embed([r.embed_text for r in recs]) if recs else np.zeros((0, 1), np.float32)
+            self.store.rebuild(bucket, recs, embs, name)
+            done[bucket] = len(recs)
+        self.store.open(name)
+        return done

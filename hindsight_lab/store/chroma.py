@@ -1,0 +1,217 @@
+"""Chroma-backed store: embedded (``PersistentClient``) or a ``chroma run`` server (``HttpClient``).
+
+One collection per bucket (``<namespace>-episodes``, ``-candidates``, ``-rules``, ``-archive``): a ``where`` filter
+over one large collection costs ~35× an unfiltered query (DESIGN §1). Embeddings are always supplied by us
+(``embedding_function=None``), so Chroma never tries to download its default model. Each collection records the
+embedding model that built it in its metadata.
+
+Examples:
+    >>> store = ChromaStore.from_config(LabConfig().store.model_copy(update={"path": "/tmp/mem"}))  # doctest: +SKIP
+    >>> store.open("sentence-transformers/all-MiniLM-L6-v2")  # doctest: +SKIP
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import TYPE_CHECKING, Any, Iterator, Sequence
+from urllib.parse import urlparse
+
+import numpy as np
+
+from .._env import set_offline_defaults
+from ..errors import EmbeddingModelMismatch, StoreError
+from ..protocols import BUCKETS
+from ..types import MemoryRecord
+from .codec import from_row, to_metadata
+
+if TYPE_CHECKING:
+    from ..config import StoreConfig
+
+logger = logging.getLogger(__name__)
+
+_PLURAL = {"episode": "episodes", "candidate": "candidates", "rule": "rules", "archive": "archive"}
+_SCAN_BATCH = 5000
+
+
+def make_client(*, path: str | None = None, url: str | None = None) -> Any:
+    """A Chroma client with telemetry off: ``HttpClient`` for a URL, else ``PersistentClient`` for a path."""
+    set_offline_defaults()
+    try:
+        import chromadb
+        from chromadb.config import Settings
+    except ImportError as exc:  # pragma: no cover - chromadb is a hard dependency
+        from ..errors import MissingDependencyError
+
+        raise MissingDependencyError("chromadb is required for the Chroma store: pip install chromadb") from exc
+    settings = Settings(anonymized_telemetry=False)
+    if url:
+        parsed = urlparse(url if "://" in url else f"http://{url}")
+        if not parsed.hostname:
+            raise StoreError(f"store.url {url!r} has no host; expected e.g. http://127.0.0.1:8000")
+        return chromadb.HttpClient(host=parsed.hostname, port=parsed.port or 8000,
+                                   ssl=parsed.scheme == "https", settings=settings)
+    if not path:
+        raise StoreError("a Chroma store needs store.path (a folder) or store.url (a chroma server)")
+    return chromadb.PersistentClient(path=str(path), settings=settings)
+
+
+class ChromaStore:
+    """Store on Chroma collections. The client is injected (tests may pass an ephemeral one)."""
+
+    def __init__(self, client: Any = None, *, namespace: str = "default", path: str | None = None,
+                 url: str | None = None, ef_construction: int = 200, ef_search: int = 100,
+                 max_neighbors: int = 16) -> None:
+        self.client = client
+        self.namespace = namespace
+        self.path = path
+        self.url = url
+        self.ef_construction = ef_construction
+        self.ef_search = ef_search
+        self.max_neighbors = max_neighbors
+
+    @classmethod
+    def from_config(cls, cfg: "StoreConfig", client: Any = None) -> "ChromaStore":
+        return cls(client, namespace=cfg.namespace, path=cfg.path, url=cfg.url,
+                   ef_construction=cfg.hnsw.ef_construction, ef_search=cfg.hnsw.ef_search,
+                   max_neighbors=cfg.hnsw.max_neighbors)
+
+    # ------------------------------------------------------------------ lifecycle
+    def collection_name(self, bucket: str) -> str:
+        return f"{self.namespace}-{_PLURAL[bucket]}"
+
+    def open(self, embedding_model: str, *, verify: bool = True) -> None:
+        if self.client is None:
+            self.client = make_client(path=self.path, url=self.url)
+        self.embedding_model_ = embedding_model
+        self.max_batch_ = int(getattr(self.client, "get_max_batch_size", lambda: 5000)())
+        self.collections_: dict[str, Any] = {}
+        for bucket in BUCKETS:
+            self.collections_[bucket] = self._open_collection(bucket, embedding_model, verify)
+
+    def _open_collection(self, bucket: str, embedding_model: str, verify: bool = True) -> Any:
+        name = self.collection_name(bucket)
+        from chromadb.errors import NotFoundError
+
+        try:
+            col = self.client.get_collection(name, embedding_function=None)
+        except NotFoundError:
+            return self.client.create_collection(
+                name, embedding_function=None, metadata=self._collection_metadata(bucket, embedding_model),
+                configuration={"hnsw": {"space": "cosine", "ef_construction": self.ef_construction,
+                                        "ef_search": self.ef_search, "max_neighbors": self.max_neighbors}})
+        built_with = (col.metadata or {}).get("embedding_model")
+        if built_with != embedding_model and verify:
+            if col.count() == 0:  # nothing to mismatch: stamp it with the current model
+                col.modify(metadata=self._collection_metadata(bucket, embedding_model))
+            else:
+                raise EmbeddingModelMismatch(
+                    f"collection {name!r} was built with embedding model {built_with!r}, but the configured "
+                    f"model is {embedding_model!r}. Open it with embedder.model={built_with!r}, or run "
+                    f"reembed (MemorySystem.reembed / `hindsight-lab reembed`) to rebuild its vectors.")
+        return col
+
+    @staticmethod
+    def _collection_metadata(bucket: str, embedding_model: str) -> dict[str, Any]:
+        return {"hindsight_lab": 1, "bucket": bucket, "embedding_model": embedding_model}
+
+    def embedding_models(self) -> dict[str, str | None]:
+        """The embedding model recorded on each existing collection (opening nothing)."""
+        client = self.client or make_client(path=self.path, url=self.url)
+        self.client = client
+        out: dict[str, str | None] = {}
+        for bucket in BUCKETS:
+            try:
+                col = client.get_collection(self.collection_name(bucket), embedding_function=None)
+            except Exception:
+                continue
+            out[bucket] = (col.metadata or {}).get("embedding_model")
+        return out
+
+    def close(self) -> None:
+        self.collections_ = {}
+
+    def _col(self, bucket: str) -> Any:
+        try:
+            return self.collections_[bucket]
+        except AttributeError:
+            raise StoreError("store is not open: call open() first") from None
+
+    # ------------------------------------------------------------------ writes
+    def upsert(self, bucket: str, records: Sequence[MemoryRecord], embeddings: np.ndarray) -> None:
+        if not records:
+            return
+        col = self._col(bucket)
+        emb = np.asarray(embeddings, dtype=np.float32)
+        for lo in range(0, len(records), self.max_batch_):
+            chunk = records[lo:lo + self.max_batch_]
+            col.upsert(ids=[r.id for r in chunk], embeddings=emb[lo:lo + len(chunk)],
+                       documents=[r.content for r in chunk], metadatas=[to_metadata(r) for r in chunk])
+
+    def update(self, bucket: str, records: Sequence[MemoryRecord]) -> None:
+        if not records:
+            return
+        col = self._col(bucket)
+        for lo in range(0, len(records), self.max_batch_):
+            chunk = records[lo:lo + self.max_batch_]
+            col.update(ids=[r.id for r in chunk], metadatas=[to_metadata(r) for r in chunk])
+
+    def delete(self, bucket: str, ids: Sequence[str]) -> None:
+        if ids:
+            self._col(bucket).delete(ids=list(ids))
+
+    def rebuild(self, bucket: str, records: Sequence[MemoryRecord], embeddings: np.ndarray,
+                embedding_model: str) -> None:
+        """Write the new collection first, then swap it in, so a failure leaves the old one intact."""
+        name = self.collection_name(bucket)
+        tmp_name = f"{name}-rebuild"
+        try:
+            self.client.delete_collection(tmp_name)
+        except Exception:
+            pass
+        tmp = self.client.create_collection(
+            tmp_name, embedding_function=None, metadata=self._collection_metadata(bucket, embedding_model),
+            configuration={"hnsw": {"space": "cosine", "ef_construction": self.ef_construction,
+                                    "ef_search": self.ef_search, "max_neighbors": self.max_neighbors}})
+        self.collections_[bucket] = tmp
+        self.upsert(bucket, records, embeddings)
+        self.client.delete_collection(name)
+        tmp.modify(name=name)
+        self.collections_[bucket] = self.client.get_collection(name, embedding_function=None)
+
+    # ------------------------------------------------------------------ reads
+    def count(self, bucket: str) -> int:
+        return int(self._col(bucket).count())
+
+    def query(self, bucket: str, embedding: np.ndarray, n: int) -> list[tuple[MemoryRecord, float, np.ndarray]]:
+        col = self._col(bucket)
+        if n <= 0:
+            return []
+        res = col.query(query_embeddings=[np.asarray(embedding, dtype=np.float32)], n_results=n,
+                        include=["documents", "metadatas", "distances", "embeddings"])
+        ids, docs, metas = res["ids"][0], res["documents"][0], res["metadatas"][0]
+        dists, embs = res["distances"][0], res["embeddings"][0]
+        return [(from_row(i, d, m), 1.0 - float(dist), np.asarray(e, dtype=np.float32))
+                for i, d, m, dist, e in zip(ids, docs, metas, dists, embs)]
+
+    def get(self, bucket: str, ids: Sequence[str]) -> list[tuple[MemoryRecord, np.ndarray]]:
+        if not ids:
+            return []
+        res = self._col(bucket).get(ids=list(ids), include=["documents", "metadatas", "embeddings"])
+        by_id = {i: (from_row(i, d, m), np.asarray(e, dtype=np.float32))
+                 for i, d, m, e in zip(res["ids"], res["documents"], res["metadatas"], res["embeddings"])}
+        return [by_id[i] for i in ids if i in by_id]
+
+    def scan(self, bucket: str, *, with_embeddings: bool = False) -> Iterator[MemoryRecord]:
+        """Every record of a bucket, in pages (``with_embeddings`` yields ``(record, embedding)`` pairs)."""
+        col = self._col(bucket)
+        include = ["documents", "metadatas"] + (["embeddings"] if with_embeddings else [])
+        offset = 0
+        while True:
+            res = col.get(include=include, limit=_SCAN_BATCH, offset=offset)
+            if not res["ids"]:
+                return
+            embs = res["embeddings"] if with_embeddings else [None] * len(res["ids"])
+            for i, d, m, e in zip(res["ids"], res["documents"], res["metadatas"], embs):
+                rec = from_row(i, d, m)
+                yield (rec, np.asarray(e, dtype=np.float32)) if with_embeddings else rec
+            offset += len(res["ids"])

@@ -1,0 +1,77 @@
+"""A finished episode → the text and task_type of its one L2 episode record (DESIGN §2.1). No LLM involved.
+
+The summary keeps the instruction, the tool sequence, the decisive step (the first error, else the last tool call)
+and the outcome, bounded in length.
+
+The task_type of an episode record comes only from what the agent did: the sorted set of the tools it called that
+change state, joined by ``+`` — a tool is taken to only read or talk when its name starts with one of the configured
+``read_only_prefixes`` (``get_…``, ``search_…``, ``calculate``…). An episode that called only such tools is
+``read_only``; one that called no tool has no task_type. The dataset's ground-truth ``task_type`` is never used.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Sequence
+
+from .trace import Episode, ToolCallStep, ToolResultStep
+
+_CAMEL = re.compile(r"(?<=[a-z0-9])(?=[A-Z])")
+
+
+def _first_word(tool: str) -> str:
+    return _CAMEL.sub("_", tool).split("_")[0].casefold()
+
+
+def is_read_only(tool: str, read_only_prefixes: Sequence[str]) -> bool:
+    """Whether a tool name starts with a read-only verb (``get_user``, ``searchFlights``, ``Lookup``)."""
+    first = _first_word(tool)
+    return any(first == p.casefold() for p in read_only_prefixes)
+
+
+def derive_task_type(episode: Episode, read_only_prefixes: Sequence[str]) -> str | None:
+    """Task type from the tools the agent called (see module docstring).
+
+    Examples:
+        >>> ep = Episode.model_validate({"episode_id": "e", "instruction": "x", "outcome": "success", "steps": [
+        ...     {"type": "tool_call", "name": "get_order"}, {"type": "tool_call", "name": "refund_order"}]})
+        >>> derive_task_type(ep, ("get",))
+        'refund_order'
+    """
+    names = episode.tool_names()
+    if not names:
+        return None
+    changing = sorted({n for n in names if not is_read_only(n, read_only_prefixes)})
+    return "+".join(changing) if changing else "read_only"
+
+
+def _abbrev(value: object, limit: int = 24) -> str:
+    text = str(value)
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+def _call(step: ToolCallStep) -> str:
+    args = ", ".join(f"{k}={_abbrev(v)}" for k, v in list(step.arguments.items())[:3])
+    return f"{step.name}({args})"
+
+
+def summarise(episode: Episode, max_chars: int = 600) -> str:
+    """The stored text of an episode record: instruction, tool sequence, decisive step, outcome."""
+    calls = episode.tool_calls()
+    tools = " → ".join(s.name for s in calls) if calls else "no tools"
+    decisive = ""
+    for i, step in enumerate(episode.steps):
+        if isinstance(step, ToolResultStep) and step.error:
+            prev = next((s for s in reversed(episode.steps[:i]) if isinstance(s, ToolCallStep)), None)
+            decisive = f"error at {prev.name if prev else 'step ' + str(i)}: {_abbrev(step.error, 80)}"
+            break
+    if not decisive and calls:
+        decisive = f"last call {_call(calls[-1])}"
+    outcome = episode.outcome + (f" ({episode.failure_cause})" if episode.failure_cause else "")
+    tail = f" | tools: {tools} | {decisive + ' | ' if decisive else ''}outcome: {outcome}"
+    room = max(max_chars - len(tail), 40)
+    instruction = " ".join(episode.instruction.split())
+    if len(instruction) > room:
+        instruction = instruction[: room - 1] + "…"
+    text = f"Task: {instruction}{tail}"
+    return text if len(text) <= max_chars else text[: max_chars - 1] + "…"

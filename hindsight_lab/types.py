@@ -1,0 +1,149 @@
+"""Memory records, layers, and search hits: the values that flow through the engine.
+
+Records are frozen, slotted dataclasses (they sit on the search hot path); change one with
+``dataclasses.replace``. Timestamps are timezone-aware UTC datetimes.
+"""
+
+from __future__ import annotations
+
+import enum
+import uuid
+from dataclasses import dataclass, field
+from datetime import datetime, timezone
+from typing import Any, Mapping
+
+
+class Layer(str, enum.Enum):
+    """Memory layer (DESIGN §1)."""
+
+    L1 = "L1"  # working memory of one task
+    L2 = "L2"  # episodic: episodes and candidate rules
+    L3 = "L3"  # strategic: promoted rules
+
+    def __str__(self) -> str:
+        return self.value
+
+
+class Kind(str, enum.Enum):
+    """What a record is; each kind is its own Chroma collection."""
+
+    EPISODE = "episode"
+    CANDIDATE = "candidate"
+    RULE = "rule"
+    WORKING = "working"
+
+    def __str__(self) -> str:
+        return self.value
+
+    @property
+    def layer(self) -> Layer:
+        return {Kind.EPISODE: Layer.L2, Kind.CANDIDATE: Layer.L2, Kind.RULE: Layer.L3,
+                Kind.WORKING: Layer.L1}[self]
+
+
+STORED_KINDS: tuple[Kind, ...] = (Kind.EPISODE, Kind.CANDIDATE, Kind.RULE)
+
+
+def utcnow() -> datetime:
+    return datetime.now(timezone.utc)
+
+
+def new_id(kind: Kind) -> str:
+    """Random id with a kind prefix, e.g. ``rule-3f2a9c1b0d4e``."""
+    return f"{kind.value[:4]}-{uuid.uuid4().hex[:12]}"
+
+
+@dataclass(frozen=True, slots=True)
+class Trigger:
+    """When a rule must be recalled whatever its similarity (DESIGN §3, path 3).
+
+    Matches when the normalised query contains any of ``any`` (or ``any`` is empty), all of ``all``, and — when
+    ``task_types`` is non-empty — the query's task_type is one of them. At least one keyword is required.
+    """
+
+    any: tuple[str, ...] = ()
+    all: tuple[str, ...] = ()
+    task_types: tuple[str, ...] = ()
+
+    def to_dict(self) -> dict[str, list[str]]:
+        return {"any": list(self.any), "all": list(self.all), "task_types": list(self.task_types)}
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> "Trigger":
+        return cls(any=tuple(data.get("any") or ()), all=tuple(data.get("all") or ()),
+                   task_types=tuple(data.get("task_types") or ()))
+
+
+@dataclass(frozen=True, slots=True)
+class MemoryRecord:
+    """One stored memory (an L2 episode or candidate, or an L3 rule). See DESIGN §1 for every field."""
+
+    id: str
+    kind: Kind
+    content: str
+    task_type: str | None = None
+    domain: str | None = None
+    confidence: float = 0.5
+    counter_examples: tuple[str, ...] = ()
+    hit_count: int = 1
+    outcome: str | None = None
+    trigger: Trigger | None = None
+    source_episode_ids: tuple[str, ...] = ()
+    task_id: str | None = None
+    key: str | None = None  # text that was embedded, when it differs from content (episodes: the instruction)
+    created_at: datetime = field(default_factory=utcnow)
+    last_confirmed_at: datetime | None = None
+    last_retrieved_at: datetime | None = None
+    last_triggered_at: datetime | None = None
+    ups: int = 0
+    downs: int = 0
+    feedback_notes: tuple[str, ...] = ()
+    decay_steps: int = 0
+    archived: bool = False
+    embedding_model: str = ""
+    debug_trace: tuple[Mapping[str, Any], ...] = ()
+
+    @property
+    def layer(self) -> Layer:
+        return self.kind.layer
+
+    @property
+    def embed_text(self) -> str:
+        """The text whose embedding represents this record."""
+        return self.key or self.content
+
+    @property
+    def tag(self) -> str:
+        """Source tag used in the injection block, e.g. ``[L3#a1b2c3]``."""
+        return f"[{self.layer.value}#{self.id.rsplit('-', 1)[-1][:6]}]"
+
+
+@dataclass(frozen=True, slots=True)
+class ScoreTerms:
+    """The rerank score of one hit, by term (DESIGN §3). ``total`` = weighted sum minus redundancy."""
+
+    semantic: float
+    task_type: float
+    confidence: float
+    recency: float
+    redundancy: float
+    total: float
+
+    def as_dict(self) -> dict[str, float]:
+        return {"semantic": self.semantic, "task_type": self.task_type, "confidence": self.confidence,
+                "recency": self.recency, "redundancy": self.redundancy, "total": self.total}
+
+
+@dataclass(frozen=True, slots=True)
+class Hit:
+    """A recalled memory with the path(s) that found it, its score terms and its rendered token count."""
+
+    record: MemoryRecord
+    paths: tuple[str, ...]
+    scores: ScoreTerms
+    forced: bool = False  # a triggered rule guaranteed its place
+    tokens: int = 0
+
+    @property
+    def id(self) -> str:
+        return self.record.id

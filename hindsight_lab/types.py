@@ -49,8 +49,10 @@ def utcnow() -> datetime:
 
 
 def new_id(kind: Kind) -> str:
-    """Random id with a kind prefix, e.g. ``rule-3f2a9c1b0d4e``."""
-    return f"{kind.value[:4]}-{uuid.uuid4().hex[:12]}"
+    """Random id with a prefix, e.g. ``rule-3f2a9c1b0d4e``: ``epis-`` for episodes, ``rule-`` for candidates and
+    rules (a candidate keeps its id when promoted), ``work-`` for working memory."""
+    prefix = {Kind.EPISODE: "epis", Kind.CANDIDATE: "rule", Kind.RULE: "rule", Kind.WORKING: "work"}[kind]
+    return f"{prefix}-{uuid.uuid4().hex[:12]}"
 
 
 @dataclass(frozen=True, slots=True)

@@ -68,7 +68,8 @@ class SentenceTransformerEmbedder(BaseEmbedder):
         device: Torch device, e.g. ``"cpu"`` or ``"cuda"``.
         batch_size: Texts per forward pass in :meth:`embed`.
         query_cache_size: Size of the LRU cache used by :meth:`embed_query`; 0 disables it.
-        normalize: L2-normalise embeddings (cosine similarity becomes a dot product).
+        normalize: L2-normalise embeddings (cosine similarity becomes a dot product). A model that ends in a
+            ``Normalize`` module, as all-MiniLM-L6-v2 does, gives unit vectors either way.
 
     Examples:
         >>> emb = SentenceTransformerEmbedder()

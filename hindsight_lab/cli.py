@@ -1,0 +1,95 @@
+"""``hindsight-lab``: the command line. Each subcommand is a thin layer over the library."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import tempfile
+from pathlib import Path
+from typing import Sequence
+
+from . import __version__
+from .config import LabConfig
+from .errors import HindsightLabError
+
+
+def _load_config(args: argparse.Namespace) -> LabConfig:
+    cfg = LabConfig.from_yaml(args.config) if getattr(args, "config", None) else LabConfig()
+    overrides = {}
+    for item in getattr(args, "set", None) or []:
+        key, sep, value = item.partition("=")
+        if not sep:
+            raise HindsightLabError(f"--set {item!r}: expected KEY=VALUE, e.g. retrieval.top_k=10")
+        import yaml
+
+        overrides[key.strip()] = yaml.safe_load(value)
+    return cfg.with_params(overrides) if overrides else cfg
+
+
+def _cmd_demo(args: argparse.Namespace) -> int:
+    from .demo import run_demo
+    from .memory import MemorySystem
+
+    cfg = _load_config(args)
+    with tempfile.TemporaryDirectory(prefix="hindsight-demo-") as tmp:
+        store = args.store or tmp
+        if args.store and Path(args.store).exists() and any(Path(args.store).iterdir()):
+            raise HindsightLabError(f"--store {args.store}: folder is not empty; the demo needs a fresh store")
+        cfg = cfg.with_params({"store.path": str(store)})
+        print(f"hindsight-lab {__version__} demo — embedded Chroma store in "
+              f"{'a temporary folder' if not args.store else args.store}, model {cfg.embedder.model}\n")
+        with MemorySystem(cfg) as mem:
+            run = run_demo(mem)
+        import pandas as pd
+
+        with pd.option_context("display.width", 160, "display.max_columns", 20, "display.max_colwidth", 60):
+            print("1. Writes: every episode becomes one L2 episode record; each reflection is a candidate rule that")
+            print("   merges with its near-duplicates and is promoted to L3 after three different episodes.\n")
+            print(run.events_frame().to_string(index=False), "\n")
+            for title, res in (("2. Search", run.search), ("3. Search", run.refund_search)):
+                print(f"{title}: {res.query!r}  (task_type {res.task_type or '—'}: {res.task_type_source}, "
+                      f"{res.n_candidates} candidates from the three recall paths)\n")
+                frame = res.to_frame().drop(columns=["content", "id"])
+                print(frame.to_string(index=False, float_format=lambda v: f"{v:.3f}"), "\n")
+                print(f"   Injection block ({res.tokens} tokens, budget {cfg.retrieval.token_budget}):\n")
+                print("   " + res.injection.text.replace("\n", "\n   "), "\n")
+        print("Memory:", {k: v for k, v in run.stats.items() if k in ("episodes", "candidates", "rules")})
+    return 0
+
+
+def _cmd_bench(args: argparse.Namespace) -> int:
+    from .bench import run_bench_cli
+
+    return run_bench_cli(args)
+
+
+def _build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="hindsight-lab", description=__doc__)
+    parser.add_argument("--version", action="version", version=f"hindsight-lab {__version__}")
+    sub = parser.add_subparsers(dest="command", required=True)
+
+    demo = sub.add_parser("demo", help="offline end-to-end demo on the embedded defaults")
+    demo.add_argument("--store", help="folder for the embedded Chroma store (default: a temporary folder)")
+    demo.add_argument("--config", help="LabConfig YAML file")
+    demo.add_argument("--set", action="append", metavar="KEY=VALUE", help="dotted config override (repeatable)")
+    demo.set_defaults(func=_cmd_demo)
+
+    from .bench import add_bench_arguments
+
+    bench = sub.add_parser("bench", help="speed and memory benchmark of search and write (prints and writes JSON)")
+    add_bench_arguments(bench)
+    bench.set_defaults(func=_cmd_bench)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = _build_parser().parse_args(argv)
+    try:
+        return int(args.func(args) or 0)
+    except HindsightLabError as exc:
+        print(f"hindsight-lab {args.command}: error: {exc}", file=sys.stderr)
+        return 2
+
+
+if __name__ == "__main__":  # pragma: no cover
+    sys.exit(main())

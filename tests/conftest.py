@@ -1,0 +1,103 @@
+"""Shared fixtures: the real packaged MiniLM, the hashing embedder, and a `chroma run` server on 127.0.0.1."""
+
+from __future__ import annotations
+
+import os
+import socket
+import subprocess
+import sys
+import time
+import urllib.request
+import uuid
+from pathlib import Path
+from typing import Any, Callable, Iterator
+
+import pytest
+
+from hindsight_lab import LabConfig, MemorySystem
+from hindsight_lab.embed import HashingEmbedder, SentenceTransformerEmbedder
+
+from support import T0  # noqa: F401  (re-exported for tests that take it from here)
+
+
+@pytest.fixture(scope="session")
+def minilm() -> SentenceTransformerEmbedder:
+    """The packaged all-MiniLM-L6-v2, loaded once per session."""
+    emb = SentenceTransformerEmbedder("all-MiniLM-L6-v2")
+    emb.embed(["warm up"])
+    return emb
+
+
+@pytest.fixture
+def hashing() -> HashingEmbedder:
+    return HashingEmbedder(dim=256)
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+@pytest.fixture(scope="session")
+def chroma_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    """URL of a `chroma run` server on a free loopback port, for the whole session.
+
+    ``HINDSIGHT_TEST_CHROMA_URL`` points the tests at a server that is already running instead.
+    """
+    if os.environ.get("HINDSIGHT_TEST_CHROMA_URL"):
+        yield os.environ["HINDSIGHT_TEST_CHROMA_URL"]
+        return
+    exe = Path(sys.executable).with_name("chroma")
+    if not exe.exists():
+        pytest.fail("the `chroma` command is not installed next to the test interpreter")
+    port = _free_port()
+    data = tmp_path_factory.mktemp("chroma-server")
+    log = (data / "server.log").open("w")
+    proc = subprocess.Popen([str(exe), "run", "--path", str(data / "db"), "--host", "127.0.0.1", "--port",
+                             str(port)], stdout=log, stderr=subprocess.STDOUT,
+                            env={**os.environ, "ANONYMIZED_TELEMETRY": "False"})
+    url = f"http://127.0.0.1:{port}"
+    deadline = time.monotonic() + 60
+    while True:
+        try:
+            urllib.request.urlopen(f"{url}/api/v2/heartbeat", timeout=1).read()
+            break
+        except OSError:
+            if proc.poll() is not None or time.monotonic() > deadline:
+                proc.kill()
+                pytest.fail(f"chroma server did not start: {(data / 'server.log').read_text()[-2000:]}")
+            time.sleep(0.2)
+    yield url
+    proc.terminate()
+    try:
+        proc.wait(timeout=10)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+
+
+@pytest.fixture(params=["embedded", pytest.param("server", marks=pytest.mark.server)])
+def backend(request: pytest.FixtureRequest) -> str:
+    return request.param
+
+
+@pytest.fixture
+def make_mem(backend: str, tmp_path: Path, request: pytest.FixtureRequest, minilm: SentenceTransformerEmbedder
+             ) -> Iterator[Callable[..., MemorySystem]]:
+    """Factory of MemorySystems on real Chroma (embedded in tmp_path, or the session's server under a fresh
+    namespace) with the real MiniLM. ``make_mem(**overrides)`` takes dotted config overrides."""
+    namespace = "t" + uuid.uuid4().hex[:10]
+    opened: list[MemorySystem] = []
+
+    def factory(embedder: Any = None, clock: Any = None, **overrides: Any) -> MemorySystem:
+        where = ({"store.url": request.getfixturevalue("chroma_server")} if backend == "server"
+                 else {"store.path": str(tmp_path / "store")})
+        params = {"store.namespace": namespace, **where,
+                  **{k.replace("__", "."): v for k, v in overrides.items()}}
+        mem = MemorySystem(LabConfig().with_params(params), embedder=embedder or minilm, clock=clock).open()
+        opened.append(mem)
+        return mem
+
+    yield factory
+    for mem in opened:
+        mem.close()

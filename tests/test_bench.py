@@ -1,0 +1,74 @@
+"""`hindsight-lab bench` end to end at a tiny size, on the real model and real Chroma (the 100k run stays out of CI)."""
+
+from __future__ import annotations
+
+import json
+import math
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from hindsight_lab.bench import generate, make_episode, recall_at
+from hindsight_lab.cli import main
+from hindsight_lab.summary import derive_task_type
+from hindsight_lab.trace import Episode
+
+
+def _numbers(node: object, path: str = "") -> list[tuple[str, float]]:
+    if isinstance(node, dict):
+        return [x for k, v in node.items() for x in _numbers(v, f"{path}.{k}")]
+    if isinstance(node, (int, float)) and not isinstance(node, bool):
+        return [(path, float(node))]
+    return []
+
+
+def test_bench_tiny_run_writes_every_figure(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                            capsys: pytest.CaptureFixture[str]) -> None:
+    monkeypatch.setenv("HINDSIGHT_LAB_HOME", str(tmp_path / "home"))
+    out = tmp_path / "bench.json"
+    assert main(["bench", "--sizes", "150,300", "--queries", "15", "--write-n", "64", "--out", str(out)]) == 0
+    data = json.loads(out.read_text())
+
+    assert data["sizes"] == [150, 300] and data["queries"] == 15 and data["query_cache"] == "off"
+    figures = _numbers(data["search"]) + _numbers(data["write"]) + [("growth_p50", data["growth_p50"])]
+    assert len(figures) > 20
+    for name, value in figures:
+        assert math.isfinite(value) and value > 0, name
+    for n in ("150", "300"):
+        r = data["search"][n]
+        assert 0.0 <= r["recall_at_20"] <= 1.0
+        # HNSW on a few hundred real points is near exact; a broken ANN-vs-exact comparison scores ~0.
+        assert r["recall_at_20"] > 0.9, r["recall_at_20"]
+        assert r["search_ms"]["p95"] >= r["search_ms"]["p50"] > 0
+    assert {t["name"] for t in data["targets"]} >= {"write eps / raw eps", "search p50 growth 150->300"}
+    assert all(isinstance(t["pass"], bool) for t in data["targets"])
+    assert str(tmp_path) not in out.read_text()  # no machine paths in the JSON
+    assert list((tmp_path / "home" / "bench" / "cache").glob("corpus-300-*.npy"))  # embeddings saved once
+
+    printed = capsys.readouterr().out
+    assert "recall@20 @ 300" in printed and ("PASS" in printed or "MISS" in printed)
+
+
+def test_generator_is_prefix_stable_distinct_and_varied() -> None:
+    corpus = generate(1, 2000)
+    assert generate(1, 500) == corpus[:500]  # a smaller store is a prefix of a larger one: one cache serves both
+    texts = [t for _, t in corpus]
+    assert len(set(texts)) == len(texts)
+    queries = generate(2, 200, exclude=set(texts))
+    assert not {t for _, t in queries} & set(texts)
+    types = {derive_task_type(Episode.model_validate(make_episode(1, j)), ("get", "search", "find", "query",
+                                                                           "list", "check", "lookup", "fetch"))
+             for j, _ in corpus}
+    assert len(types) >= 30
+
+
+def test_recall_at_counts_overlap_with_exact_top_k() -> None:
+    rng = np.random.default_rng(0)
+    matrix = rng.normal(size=(50, 8)).astype(np.float32)
+    ids = [f"r{i}" for i in range(50)]
+    q = matrix[:2] + 0.01
+    exact = [[ids[i] for i in np.argsort(-(matrix @ v))[:5]] for v in q]
+    assert recall_at(exact, q, matrix, ids, k=5) == 1.0
+    half = [row[:3] + ["x", "y"] for row in exact]
+    assert recall_at(half, q, matrix, ids, k=5) == pytest.approx(0.6)

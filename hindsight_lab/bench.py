@@ -314,6 +314,7 @@ def search_worker(spec: dict[str, Any]) -> dict[str, Any]:
 
     from .memory import MemorySystem
 
+    load_before = os.getloadavg()[0]
     t0 = time.perf_counter()
     mem = MemorySystem(_config(Path(spec["store"]), spec["model"])).open()
     open_s = time.perf_counter() - t0
@@ -342,7 +343,8 @@ def search_worker(spec: dict[str, Any]) -> dict[str, Any]:
     rss_mb = psutil.Process().memory_info().rss / 2**20
     mem.close()
     return {"search_ms": _summary(search_ms), "raw_ms": _summary(raw_ms), "open_s": open_s, "peak_rss_mb": peak_mb,
-            "rss_after_mb": rss_mb, "raw_ids": ids, "query_vectors": vecs}
+            "rss_after_mb": rss_mb, "raw_ids": ids, "query_vectors": vecs,
+            "load_1m": {"before": load_before, "after": os.getloadavg()[0]}}
 
 
 def recall_at(raw_ids: Sequence[Sequence[str]], vectors: np.ndarray, matrix: np.ndarray, ids: Sequence[str],
@@ -418,8 +420,9 @@ def run_bench(sizes: Sequence[int], *, queries: int = 200, write_n: int = 2000, 
             out["search"][str(n)] = {"fill_s": fill_s, **res}
             shutil.rmtree(store, ignore_errors=True)
         if len(sizes) > 1:
-            out["growth_p50"] = out["search"][str(sizes[-1])]["search_ms"]["p50"] / \
-                out["search"][str(sizes[0])]["search_ms"]["p50"]
+            first, last = out["search"][str(sizes[0])], out["search"][str(sizes[-1])]
+            out["growth_p50"] = last["search_ms"]["p50"] / first["search_ms"]["p50"]
+            out["growth_raw_p50"] = last["raw_ms"]["p50"] / first["raw_ms"]["p50"]
         eps = [Episode.model_validate(make_episode(WRITE_SEED, j))
                for j, _ in generate(WRITE_SEED, write_n + WRITE_BATCH)]
         out["write"] = measure_writes(Path(tmp) / "write", eps, embedder)
@@ -462,12 +465,16 @@ def format_table(out: dict[str, Any]) -> str:
     lines = [f"hindsight-lab bench — {out['model']}, {out['queries']} distinct queries, query cache off, "
              f"{out['machine']['cpu_count']} CPUs", "",
              f"{'size':>8} {'search p50':>11} {'p95':>8} {'raw p50':>9} {'p95':>8} {'ratio':>6} {'recall@20':>10}"
-             f" {'peak RSS':>9} {'RSS after':>10} {'open s':>7} {'fill s':>7}"]
+             f" {'peak RSS':>9} {'RSS after':>10} {'open s':>7} {'fill s':>7} {'load 1m':>9}"]
     for n, r in out["search"].items():
         s, w = r["search_ms"], r["raw_ms"]
         lines.append(f"{n:>8} {s['p50']:>9.2f}ms {s['p95']:>6.2f}ms {w['p50']:>7.2f}ms {w['p95']:>6.2f}ms "
                      f"{r['ratio_p50']:>6.2f} {r['recall_at_20']:>10.3f} {r['peak_rss_mb']:>7.0f}MB "
-                     f"{r['rss_after_mb']:>8.0f}MB {r['open_s']:>7.1f} {r['fill_s']:>7.1f}")
+                     f"{r['rss_after_mb']:>8.0f}MB {r['open_s']:>7.1f} {r['fill_s']:>7.1f} "
+                     f"{r['load_1m']['before']:>4.1f}/{r['load_1m']['after']:<4.1f}")
+    if "growth_p50" in out:
+        lines.append(f"p50 growth {out['sizes'][0]}->{out['sizes'][-1]}: search {out['growth_p50']:.2f}x, "
+                     f"raw {out['growth_raw_p50']:.2f}x")
     w = out["write"]
     lines += ["", f"write ({w['episodes']} episodes, batches of {w['batch']}, embedding included): hindsight "
               f"{w['hindsight_eps']:.1f} eps/s, raw {w['raw_eps']:.1f} eps/s", "", "targets:"]

@@ -1,0 +1,94 @@
+"""The Store protocol, checked on every implementation: the dict-backed store and Chroma (ephemeral client)."""
+
+from __future__ import annotations
+
+import uuid
+
+import numpy as np
+import pytest
+
+from hindsight_lab.errors import EmbeddingModelMismatch, StoreError
+from hindsight_lab.protocols import Store
+from hindsight_lab.store.chroma import ChromaStore
+from hindsight_lab.store.memory import InMemoryStore
+from hindsight_lab.types import Kind, MemoryRecord, Trigger
+from support import T0
+
+
+def _chroma():
+    import chromadb
+    from chromadb.config import Settings
+
+    client = chromadb.EphemeralClient(settings=Settings(anonymized_telemetry=False))
+    return ChromaStore(client, namespace="c" + uuid.uuid4().hex[:8])
+
+
+STORES = {"memory": InMemoryStore, "chroma": _chroma}
+
+
+@pytest.fixture(params=sorted(STORES))
+def store(request):
+    s = STORES[request.param]()
+    assert isinstance(s, Store)
+    s.open("model-a")
+    return s
+
+
+def _vecs(n: int, dim: int = 8, seed: int = 0) -> np.ndarray:
+    v = np.random.default_rng(seed).normal(size=(n, dim)).astype(np.float32)
+    return v / np.linalg.norm(v, axis=1, keepdims=True)
+
+
+def _rec(i: int, **kw) -> MemoryRecord:
+    return MemoryRecord(id=f"rule-{i:012d}", kind=Kind.CANDIDATE, content=f"rule number {i}", created_at=T0, **kw)
+
+
+def test_round_trip_of_every_field(store):
+    rec = _rec(1, task_type="refund", domain="air", confidence=0.75, counter_examples=("a", "b"), hit_count=3,
+               trigger=Trigger(any=("refund",), task_types=("billing",)), source_episode_ids=("e1", "e2"),
+               last_confirmed_at=T0, ups=1, downs=1, feedback_notes=("down: no",), embedding_model="model-a",
+               debug_trace=({"event": "retrieved", "rank": 1},))
+    store.upsert("candidate", [rec], _vecs(1))
+    (got, emb), = store.get("candidate", [rec.id])
+    assert got == rec and emb == pytest.approx(_vecs(1)[0], abs=1e-6)
+    assert list(store.scan("candidate")) == [rec]
+
+
+def test_query_is_nearest_first_with_cosine_similarity(store):
+    vecs = _vecs(20)
+    store.upsert("episode", [_rec(i) for i in range(20)], vecs)
+    hits = store.query("episode", vecs[7], 3)
+    assert hits[0][0].id == _rec(7).id and hits[0][1] == pytest.approx(1.0, abs=1e-5)
+    exact = np.argsort(-(vecs @ vecs[7]))[:3]
+    assert [h[0].id for h in hits] == [_rec(int(i)).id for i in exact]
+    assert [h[1] for h in hits] == pytest.approx(sorted((vecs @ vecs[7])[exact], reverse=True), abs=1e-5)
+    assert store.count("episode") == 20 and store.count("rule") == 0
+
+
+def test_update_keeps_vector_delete_and_get_order(store):
+    vecs = _vecs(3)
+    store.upsert("rule", [_rec(i) for i in range(3)], vecs)
+    store.update("rule", [_rec(1, confidence=0.9, hit_count=5)])
+    (got, emb), = store.get("rule", [_rec(1).id])
+    assert (got.confidence, got.hit_count) == (0.9, 5) and emb == pytest.approx(vecs[1], abs=1e-6)
+    assert [r.id for r, _ in store.get("rule", [_rec(2).id, "missing", _rec(0).id])] == [_rec(2).id, _rec(0).id]
+    store.delete("rule", [_rec(0).id])
+    assert store.count("rule") == 2 and store.get("rule", [_rec(0).id]) == []
+
+
+def test_model_guard_and_rebuild(store):
+    store.upsert("candidate", [_rec(1)], _vecs(1))
+    store.close()
+    with pytest.raises(EmbeddingModelMismatch, match="model-a"):
+        store.open("model-b")
+    store.open("model-b", verify=False)
+    store.rebuild("candidate", [_rec(1)], _vecs(1, dim=4), "model-b")
+    assert store.query("candidate", _vecs(1, dim=4)[0], 1)[0][0].id == _rec(1).id
+    store.close()
+    store.open("model-b")  # rebuilt buckets carry the new model; empty ones were never bound
+
+
+def test_closed_store_refuses():
+    s = InMemoryStore()
+    with pytest.raises(StoreError, match="not open"):
+        s.count("episode")

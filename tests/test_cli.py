@@ -1,0 +1,42 @@
+"""The command line and the package's import cost."""
+
+from __future__ import annotations
+
+import json
+import re
+import subprocess
+import sys
+
+from hindsight_lab.cli import main
+
+
+def test_import_is_light():
+    code = ("import hindsight_lab, sys, json; print(json.dumps([m for m in ('torch', 'chromadb', 'mlflow', "
+            "'litellm', 'sentence_transformers', 'transformers', 'pandas') if m in sys.modules]))")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
+    assert json.loads(out) == []
+
+
+def test_demo_tells_the_whole_story(tmp_path, capsys):
+    assert main(["demo", "--store", str(tmp_path / "store")]) == 0
+    out = capsys.readouterr().out
+    assert len(re.findall(r"demo-\d\d\s+episode\s+created", out)) == 9  # every episode: one L2 record
+    assert "merged" in out and "confirmed" in out
+    assert "True" in out.split("2. Search")[0]  # a promotion in the writes table
+    assert "semantic" in out and "redundancy" in out and "[L3#" in out and "[L2#" in out
+    assert "Injection block" in out
+    # the store is real and persistent: the demo left episodes, candidates and rules in it
+    assert "'episodes': 9" in out and "'rules': 2" in out
+
+
+def test_demo_refuses_a_non_empty_store(tmp_path, capsys):
+    (tmp_path / "store").mkdir()
+    (tmp_path / "store" / "x").write_text("keep me")
+    assert main(["demo", "--store", str(tmp_path / "store")]) == 2
+    assert "not empty" in capsys.readouterr().err
+    assert (tmp_path / "store" / "x").read_text() == "keep me"
+
+
+def test_bad_override_is_reported(capsys, tmp_path):
+    assert main(["demo", "--store", str(tmp_path / "s"), "--set", "retrieval.topk=3"]) == 2
+    assert "retrieval.topk" in capsys.readouterr().err

@@ -1,0 +1,109 @@
+"""LabConfig: defaults of DESIGN §2–§3, documentation and markers, YAML round trip, dotted overrides, errors."""
+
+from __future__ import annotations
+
+import pytest
+import yaml
+
+from hindsight_lab import ConfigError, LabConfig
+from support import REPO
+
+
+def test_defaults_are_the_design_values():
+    cfg = LabConfig()
+    w = cfg.retrieval.weights
+    assert (w.semantic, w.task_type, w.confidence, w.recency, w.redundancy) == (0.2, 0.3, 0.3, 0.1, 0.1)
+    r = cfg.retrieval
+    assert (r.top_k, r.path_depth, r.min_similarity, r.max_triggered, r.token_budget,
+            r.recency_half_life_days, r.min_score) == (5, 20, 0.2, 2, 600, 14.0, 0.0)
+    assert cfg.dedup.similarity == 0.92
+    p = cfg.promotion
+    assert (p.min_hits, p.min_mean_confidence, p.require_counter_examples) == (3, 0.7, True)
+    d = cfg.decay
+    assert (d.l2_archive_days, d.l3_decay_days, d.l3_decay_factor, d.l3_archive_days) == (30, (90, 180), 0.8, 270)
+    assert cfg.feedback.delete_after_downs == 2
+    assert cfg.embedder.model == "all-MiniLM-L6-v2" and cfg.provenance is None
+
+
+def test_every_field_is_documented_and_behaviour_fields_are_marked():
+    docs = LabConfig.describe()
+    assert all(docs.values()), [k for k, v in docs.items() if not v]
+    marked = LabConfig.behaviour_fields()
+    for key in ("retrieval.weights.semantic", "retrieval.top_k", "dedup.similarity", "promotion.min_hits",
+                "decay.l3_decay_days", "feedback.delete_after_downs", "embedder.model"):
+        assert key in marked, key
+    for key in ("store.path", "store.url", "embedder.device", "embedder.batch_size", "retrieval.track_retrievals"):
+        assert key not in marked, key  # where memory lives and how fast it runs do not change behaviour
+    assert set(marked["retrieval.weights.semantic"]) == {"recall"}
+
+
+def test_frozen_and_extra_forbidden():
+    cfg = LabConfig()
+    with pytest.raises(Exception, match="frozen"):
+        cfg.retrieval.top_k = 3  # type: ignore[misc]
+    with pytest.raises(ConfigError, match="retrieval.colour: unknown config key"):
+        LabConfig.from_dict({"retrieval": {"colour": "red"}})
+
+
+def test_with_params_dotted_and_kwargs_validates_the_whole():
+    cfg = LabConfig().with_params({"retrieval.weights.semantic": 0.6}, retrieval__top_k=10)
+    assert cfg.retrieval.weights.semantic == 0.6 and cfg.retrieval.top_k == 10
+    assert LabConfig().retrieval.weights.semantic == 0.2  # the original is untouched
+    with pytest.raises(ConfigError, match="retrieval.top_k"):
+        LabConfig().with_params({"retrieval.top_k": 0})
+    with pytest.raises(ConfigError, match="unknown config key 'top_k'; did you mean 'retrieval.top_k'"):
+        LabConfig().with_params({"top_k": 3})
+    with pytest.raises(ConfigError, match="at least one positive term weight"):
+        LabConfig().with_params({f"retrieval.weights.{t}": 0.0 for t in ("semantic", "task_type", "confidence",
+                                                                          "recency")})
+    section = LabConfig().with_params({"retrieval.weights": {"semantic": 1.0}})
+    assert section.retrieval.weights.semantic == 1.0 and section.retrieval.weights.task_type == 0.3
+
+
+def test_flat_lists_every_leaf():
+    flat = LabConfig().flat()
+    assert flat["retrieval.weights.redundancy"] == 0.1 and flat["store.namespace"] == "default"
+    assert not any(k.startswith("provenance") for k in flat)
+    assert set(LabConfig.behaviour_fields()) <= set(flat)
+
+
+def test_yaml_round_trip_and_default_file(tmp_path):
+    cfg = LabConfig().with_params({"retrieval.top_k": 7, "decay.l3_decay_days": [60, 120]})
+    path = tmp_path / "c.yaml"
+    cfg.to_yaml(path)
+    assert LabConfig.from_yaml(path) == cfg
+    # the committed default file is the default config written out
+    assert LabConfig.from_yaml(REPO / "experiments" / "configs" / "default.yaml") == LabConfig()
+    assert yaml.safe_load((REPO / "experiments" / "configs" / "default.yaml").read_text()) == LabConfig().to_dict()
+
+
+def test_behaviour_only_export_keeps_marked_fields_and_provenance(tmp_path):
+    cfg = LabConfig().with_params({"store.path": "somewhere", "provenance": {"run_id": "abc",
+                                                                             "metrics": {"ndcg@5": 0.5}}})
+    data = cfg.to_dict(only_behaviour=True)
+    assert "store" not in data and data["provenance"]["run_id"] == "abc"
+    assert data["retrieval"]["weights"]["semantic"] == 0.2
+    path = tmp_path / "export.yaml"
+    cfg.to_yaml(path, only_behaviour=True)
+    back = LabConfig.from_yaml(path)
+    assert back.store == LabConfig().store and back.provenance == cfg.provenance
+
+
+@pytest.mark.parametrize("text, match", [
+    ("retrieval: [1, 2]", "retrieval"),
+    ("- a\n- b", "expected a mapping"),
+    ("retrieval: {top_k: 'many'}", "retrieval.top_k"),
+    ("schema_version: 2", "schema_version"),
+    ("retrieval: {top_k: 3", "not valid YAML"),
+])
+def test_bad_yaml_names_the_file_and_field(tmp_path, text, match):
+    path = tmp_path / "bad.yaml"
+    path.write_text(text)
+    with pytest.raises(ConfigError, match=match) as info:
+        LabConfig.from_yaml(path)
+    assert "bad.yaml" in str(info.value)
+
+
+def test_missing_file():
+    with pytest.raises(ConfigError, match="not found"):
+        LabConfig.from_yaml("no/such/file.yaml")

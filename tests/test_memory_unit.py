@@ -1,0 +1,124 @@
+"""MemorySystem orchestration on the dict-backed store with the hashing embedder (no meaning needed here)."""
+
+from __future__ import annotations
+
+from datetime import timedelta
+
+import pytest
+
+from hindsight_lab import Kind, LabConfig, MemorySystem, StoreError, ValidationError
+from hindsight_lab.embed import HashingEmbedder
+from hindsight_lab.store.memory import InMemoryStore
+from hindsight_lab.summary import derive_task_type, summarise
+from hindsight_lab.trace import Episode
+from support import T0, episode
+
+
+@pytest.fixture
+def mem():
+    return MemorySystem(LabConfig(), store=InMemoryStore(), embedder=HashingEmbedder(dim=256), clock=lambda: T0)
+
+
+def test_episode_record_summary_task_type_and_confidence(mem):
+    ep = Episode.model_validate({
+        "episode_id": "e1", "task_id": "t1", "task_type": "GROUND-TRUTH", "domain": "airline",
+        "instruction": "Cancel my trip to Rome", "outcome": "failure", "failure_cause": "strategy",
+        "steps": [{"type": "tool_call", "name": "get_reservation_details", "arguments": {"id": "R1"}},
+                  {"type": "tool_call", "name": "cancel_reservation", "arguments": {"id": "R1"}},
+                  {"type": "tool_result", "content": "", "error": "cannot cancel: basic economy"}]})
+    rec = mem.write_episode(ep)
+    assert rec.kind is Kind.EPISODE and rec.layer.value == "L2"
+    assert rec.task_type == "cancel_reservation"  # from the tools called, never the ground-truth label
+    assert rec.confidence == mem.config_.episode.failure_confidence and rec.outcome == "failure"
+    assert rec.key == "Cancel my trip to Rome" and rec.source_episode_ids == ("e1",) and rec.task_id == "t1"
+    assert "get_reservation_details → cancel_reservation" in rec.content
+    assert "error at cancel_reservation: cannot cancel" in rec.content and "failure (strategy)" in rec.content
+    assert mem.write_episode(ep, task_type="cancel").task_type == "cancel"  # the caller may know it
+    assert len(mem.records(Kind.EPISODE)) == 1  # the same episode_id replaces its record
+
+
+def test_derive_task_type_and_bounded_summary():
+    ro = ("get", "search", "think")
+    ep = Episode.model_validate(episode("e", "x" * 5000, ["getUser", "think", "book_reservation", "send_certificate",
+                                                         "book_reservation"]))
+    assert derive_task_type(ep, ro) == "book_reservation+send_certificate"
+    assert derive_task_type(Episode.model_validate(episode("e", "x", ["get_user", "search_flights"])), ro) == \
+        "read_only"
+    assert derive_task_type(Episode.model_validate(episode("e", "x", [])), ro) is None
+    assert len(summarise(ep, 200)) <= 200
+
+
+def test_same_task_type_guard_on_dedup(mem):
+    a = mem.write("Ask for the order number first", task_type="refund")
+    b = mem.write("Ask for the order number first", task_type="exchange")
+    c = mem.write("Ask for the order number first")
+    assert (a.action, b.action, c.action) == ("created", "created", "merged")
+    loose = MemorySystem(LabConfig().with_params({"dedup.same_task_type": False}), store=InMemoryStore(),
+                         embedder=HashingEmbedder(dim=256))
+    loose.write("Ask for the order number first", task_type="refund")
+    assert loose.write("Ask for the order number first", task_type="exchange").action == "merged"
+
+
+def test_task_type_given_inferred_or_off(mem):
+    for i in range(3):
+        mem.write_episode(episode(f"e{i}", f"refund the order number {i}", ["refund_order"]))
+    mem.write_episode(episode("x", "change the delivery address", ["update_address"]))
+    assert mem.search("refund the order number 9").task_type_source == "inferred"
+    given = mem.search("refund the order number 9", task_type="update_address")
+    assert (given.task_type, given.task_type_source) == ("update_address", "given")
+    assert given.hits[0].record.task_type == "update_address"  # the task-type path brings it in
+    off = MemorySystem(LabConfig().with_params({"retrieval.classifier.enabled": False}), store=mem.store,
+                       embedder=mem.embedder)
+    res = off.search("refund the order number 9")
+    assert res.task_type is None and res.task_type_source == "off"
+    assert all(h.scores.task_type == 0.0 for h in res.hits)
+
+
+def test_domain_filter_and_top_k(mem):
+    for i, dom in enumerate(["air", "air", "retail", None]):
+        mem.write_episode(episode(f"e{i}", f"refund the ticket {i}", ["refund"], domain=dom))
+    res = mem.search("refund the ticket", domain="air", top_k=10)
+    assert {h.record.domain for h in res.hits} == {"air", None}
+    assert len(mem.search("refund the ticket", top_k=2).hits) == 2
+    with pytest.raises(ValidationError, match="top_k"):
+        mem.search("refund", top_k=0)
+    with pytest.raises(ValidationError, match="query"):
+        mem.search("   ")
+
+
+def test_working_memory_is_injected_first_and_destroyed(mem):
+    mem.write_episode(episode("e1", "refund the ticket", ["refund"]))
+    with mem.working_memory("task-9") as wm:
+        wm["order"] = "#42 paid by card"
+        res = mem.search("refund the ticket")
+        assert res.working and "order: #42 paid by card" in res.injection.state
+        assert "[L1#" in res.injection.text and mem.stats()["working"] == 1
+        with pytest.raises(StoreError, match="task-9"):
+            with mem.working_memory("another"):
+                pass
+    assert len(wm) == 0 and mem.stats()["working"] == 0
+    after = mem.search("refund the ticket")
+    assert after.working == [] and after.injection.state == ""
+
+
+def test_debug_trace_records_retrievals_and_outcomes_but_never_ranking(mem):
+    rec = mem.write_episode(episode("e1", "refund the ticket", ["refund"]))
+    first = mem.search("refund the ticket", task_id="q1", now=T0 + timedelta(days=1))
+    mem.record_outcome(first.ids, "success", task_id="q1")
+    trace = mem.get(rec.id).debug_trace
+    assert [e["event"] for e in trace] == ["retrieved", "outcome"] and trace[0]["task_id"] == "q1"
+    assert mem.get(rec.id).last_retrieved_at == T0 + timedelta(days=1)
+    second = mem.search("refund the ticket", now=T0 + timedelta(days=1))
+    assert [h.scores for h in second.hits] == [h.scores for h in first.hits]
+
+
+def test_bad_episode_input_names_the_field(mem):
+    with pytest.raises(ValidationError, match=r"write_episodes\[0\].*outcome"):
+        mem.write_episode({"episode_id": "e", "instruction": "x", "steps": [], "outcome": "won"})
+    assert mem.stats()["episodes"] == 0
+
+
+def test_l3_write_requires_counter_examples(mem):
+    with pytest.raises(ValidationError, match="counter_examples"):
+        mem.write("Always do X", layer="L3")
+    assert mem.stats()["rules"] == 0

@@ -57,6 +57,21 @@ def _cmd_demo(args: argparse.Namespace) -> int:
     return 0
 
 
+def _cmd_reembed(args: argparse.Namespace) -> int:
+    from .memory import MemorySystem
+
+    cfg = _load_config(args)
+    where = {"store.url": args.store} if "://" in args.store else {"store.path": args.store}
+    if not where.get("store.url") and not Path(args.store).is_dir():
+        raise HindsightLabError(f"--store {args.store}: no such folder")
+    cfg = cfg.with_params(where)
+    mem = MemorySystem(cfg)
+    done = mem.reembed()
+    mem.close()
+    print(f"re-embedded with {cfg.embedder.model}: " + ", ".join(f"{n} {b}" for b, n in done.items()))
+    return 0
+
+
 def _cmd_bench(args: argparse.Namespace) -> int:
     from .bench import run_bench_cli
 
@@ -73,6 +88,12 @@ def _build_parser() -> argparse.ArgumentParser:
     demo.add_argument("--config", help="LabConfig YAML file")
     demo.add_argument("--set", action="append", metavar="KEY=VALUE", help="dotted config override (repeatable)")
     demo.set_defaults(func=_cmd_demo)
+
+    reembed = sub.add_parser("reembed", help="rebuild every vector of a store with the configured embedding model")
+    reembed.add_argument("--store", required=True, help="folder of an embedded store, or a Chroma server URL")
+    reembed.add_argument("--config", help="LabConfig YAML file (its embedder.model is the new model)")
+    reembed.add_argument("--set", action="append", metavar="KEY=VALUE", help="dotted config override (repeatable)")
+    reembed.set_defaults(func=_cmd_reembed)
 
     from .bench import add_bench_arguments
 

@@ -7,6 +7,8 @@ import re
 import subprocess
 import sys
 
+import pytest
+
 from hindsight_lab.cli import main
 
 
@@ -40,3 +42,17 @@ def test_demo_refuses_a_non_empty_store(tmp_path, capsys):
 def test_bad_override_is_reported(capsys, tmp_path):
     assert main(["demo", "--store", str(tmp_path / "s"), "--set", "retrieval.topk=3"]) == 2
     assert "retrieval.topk" in capsys.readouterr().err
+
+
+def test_reembed_command_rebuilds_a_store_for_another_model(tmp_path, capsys):
+    from hindsight_lab import EmbeddingModelMismatch, LabConfig, MemorySystem
+
+    store = tmp_path / "store"
+    assert main(["demo", "--store", str(store)]) == 0
+    hashing = LabConfig().with_params({"store.path": str(store), "embedder.model": "hashing-64"})
+    with pytest.raises(EmbeddingModelMismatch):
+        MemorySystem(hashing).open()
+    assert main(["reembed", "--store", str(store), "--set", "embedder.model=hashing-64"]) == 0
+    assert "9 episode" in capsys.readouterr().out
+    with MemorySystem(hashing) as mem:
+        assert mem.stats()["episodes"] == 9 and mem.search("East China sales figures").hits

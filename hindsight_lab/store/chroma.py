@@ -106,8 +106,8 @@ class ChromaStore:
             else:
                 raise EmbeddingModelMismatch(
                     f"collection {name!r} was built with embedding model {built_with!r}, but the configured "
-                    f"model is {embedding_model!r}. Open it with embedder.model={built_with!r}, or run "
-                    f"reembed (MemorySystem.reembed / `hindsight-lab reembed`) to rebuild its vectors.")
+                    f"model is {embedding_model!r}. Open it with embedder.model={built_with!r}, or rebuild its "
+                    f"vectors with MemorySystem.reembed() or `hindsight-lab reembed --store ...`.")
         return col
 
     @staticmethod

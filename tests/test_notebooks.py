@@ -1,0 +1,155 @@
+"""Every notebook under ``notebooks/`` runs top to bottom on a fresh kernel of this interpreter, and is committed
+clean (valid nbformat v4, ``python3`` kernel, no outputs).
+
+The kernel is the test's own interpreter: a ``python3`` kernelspec for ``sys.executable`` is written to a temporary
+folder placed first on ``JUPYTER_PATH``, so the test needs nothing beyond ``pip install -e '.[dev]'``, and a
+``python3`` kernelspec installed elsewhere (user or system) cannot take its place. The kernel writes under
+temporary folders only: ``HINDSIGHT_LAB_HOME``, ``IPYTHONDIR`` and ``JUPYTER_RUNTIME_DIR`` point there.
+"""
+
+from __future__ import annotations
+
+import base64
+import sys
+from pathlib import Path
+from typing import Callable
+
+import nbformat
+import pytest
+
+NOTEBOOKS_DIR = Path(__file__).resolve().parents[1] / "notebooks"
+NOTEBOOKS = sorted(p for p in NOTEBOOKS_DIR.rglob("*.ipynb") if ".ipynb_checkpoints" not in p.parts)
+KERNEL_NAME = "python3"
+CELL_TIMEOUT_S = 600
+
+
+def _name(path: Path) -> str:
+    return path.relative_to(NOTEBOOKS_DIR).as_posix()
+
+
+@pytest.fixture
+def kernel_env(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """A ``python3`` kernelspec for ``sys.executable`` first on JUPYTER_PATH, and a kernel environment (inherited
+    from this process) that keeps everything the kernel writes under ``tmp_path``."""
+    from ipykernel.kernelspec import write_kernel_spec
+    from jupyter_client.kernelspec import KernelSpecManager
+
+    jupyter = tmp_path / "jupyter"
+    write_kernel_spec(jupyter / "kernels" / KERNEL_NAME)  # argv[0] is sys.executable
+    monkeypatch.setenv("JUPYTER_PATH", str(jupyter))
+    monkeypatch.setenv("JUPYTER_RUNTIME_DIR", str(tmp_path / "runtime"))
+    monkeypatch.setenv("IPYTHONDIR", str(tmp_path / "ipython"))
+    monkeypatch.setenv("HINDSIGHT_LAB_HOME", str(tmp_path / "home"))
+    monkeypatch.delenv("MPLBACKEND", raising=False)  # Agg here would swallow the notebooks' inline figures
+    argv = KernelSpecManager().get_kernel_spec(KERNEL_NAME).argv
+    assert argv[0] == sys.executable, f"kernel {KERNEL_NAME!r} resolves to {argv[0]}, expected {sys.executable}"
+    return tmp_path
+
+
+def _execute(nb: nbformat.NotebookNode, cwd: Path) -> None:
+    """Run every cell in place; the first cell that raises raises :class:`nbclient.exceptions.CellExecutionError`."""
+    from nbclient import NotebookClient
+
+    NotebookClient(nb, timeout=CELL_TIMEOUT_S, kernel_name=KERNEL_NAME,
+                   resources={"metadata": {"path": str(cwd)}}).execute()
+
+
+def _outputs(nb: nbformat.NotebookNode, marker: str | None = None) -> list[nbformat.NotebookNode]:
+    """Outputs of the code cells (only those whose source contains ``marker``, when given)."""
+    return [out for cell in nb.cells if cell.cell_type == "code" and (marker is None or marker in cell.source)
+            for out in cell.get("outputs", [])]
+
+
+def _text(outputs: list[nbformat.NotebookNode]) -> str:
+    """stdout plus the text/plain of results and displays."""
+    parts = []
+    for out in outputs:
+        if out.output_type == "stream" and out.name == "stdout":
+            parts.append(out.text)
+        elif out.output_type in ("execute_result", "display_data"):
+            parts.append(out.data.get("text/plain", ""))
+    return "\n".join(parts)
+
+
+def _pngs(nb: nbformat.NotebookNode) -> list[bytes]:
+    return [base64.b64decode(out.data["image/png"]) for out in _outputs(nb)
+            if out.output_type == "display_data" and "image/png" in out.data]
+
+
+# ------------------------------------------------------------------ what each notebook must show
+def _check_quickstart(nb: nbformat.NotebookNode) -> None:
+    pngs = _pngs(nb)
+    assert len(pngs) >= 2, f"expected the score-terms chart and the side-by-side chart, got {len(pngs)} PNG(s)"
+    assert all(png.startswith(b"\x89PNG") and len(png) > 10_000 for png in pngs), "a figure came out empty"
+
+    retrieval = _text(_outputs(nb, "cfg.flat()"))
+    assert "retrieval.weights.semantic" in retrieval and "0.2" in retrieval
+
+    events = _text(_outputs(nb, "events_frame()"))
+    assert "promoted" in events and "merged" in events and "confirmed" in events
+    promoted_rows = [line for line in events.splitlines() if line.rstrip().endswith("True")]
+    assert len(promoted_rows) >= 2 and all(" L3 " in row for row in promoted_rows), events
+
+    search = _text(_outputs(nb, "run.search"))
+    assert "Pull last quarter's East China sales figures." in search and "[L3#" in search
+
+    injection = _text(_outputs(nb, "injection.text"))
+    assert "tokens (budget 600)" in injection
+    assert "## General rules (from past experience)" in injection and "## Similar past tasks" in injection
+
+    override = _text(_outputs(nb, "cfg.with_params"))
+    assert "default weights" in override and "semantic 0.6, task_type 0" in override
+
+
+CHECKS: dict[str, Callable[[nbformat.NotebookNode], None]] = {"01_quickstart.ipynb": _check_quickstart}
+
+
+# ------------------------------------------------------------------ tests
+def test_notebooks_are_found() -> None:
+    # Guards the glob: a wrong folder would otherwise turn every parametrized test below into a silent skip.
+    assert NOTEBOOKS, f"no *.ipynb under {NOTEBOOKS_DIR}"
+    assert set(CHECKS) <= {_name(p) for p in NOTEBOOKS}, "CHECKS names a notebook that does not exist"
+
+
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=_name)
+def test_notebook_is_committed_clean(path: Path) -> None:
+    nb = nbformat.read(path, as_version=4)
+    nbformat.validate(nb)
+    assert nb.nbformat == 4
+    assert nb.metadata.get("kernelspec", {}).get("name") == KERNEL_NAME, f"{_name(path)}: kernelspec name"
+    dirty = [i for i, cell in enumerate(nb.cells)
+             if cell.cell_type == "code" and (cell.outputs or cell.execution_count is not None)]
+    assert not dirty, (f"{_name(path)}: code cells {dirty} keep outputs or execution counts; clear all outputs "
+                       "before committing")
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=_name)
+def test_notebook_runs(path: Path, kernel_env: Path) -> None:
+    from nbclient.exceptions import CellExecutionError
+
+    nb = nbformat.read(path, as_version=4)
+    try:
+        _execute(nb, path.parent)
+    except CellExecutionError as exc:
+        pytest.fail(f"{_name(path)}: a cell raised; the cell and its traceback:\n{exc}", pytrace=False)
+    skipped = [i for i, cell in enumerate(nb.cells) if cell.cell_type == "code" and cell.execution_count is None]
+    assert not skipped, f"{_name(path)}: code cells {skipped} did not run"
+    CHECKS.get(_name(path), lambda nb: None)(nb)
+
+
+@pytest.mark.slow
+def test_failing_cell_fails_and_kernel_is_this_interpreter(kernel_env: Path) -> None:
+    # Negative control for test_notebook_runs: a cell that raises must surface as CellExecutionError. The cell
+    # before it shows which interpreter and which HINDSIGHT_LAB_HOME the kernel got.
+    from nbclient.exceptions import CellExecutionError
+
+    nb = nbformat.v4.new_notebook(cells=[
+        nbformat.v4.new_code_cell("import os, sys\nprint(sys.prefix)\nprint(os.environ['HINDSIGHT_LAB_HOME'])"),
+        nbformat.v4.new_code_cell("raise ValueError('boom from the control notebook')"),
+        nbformat.v4.new_code_cell("print('never reached')"),
+    ])
+    with pytest.raises(CellExecutionError, match="boom from the control notebook"):
+        _execute(nb, kernel_env)
+    assert _text(nb.cells[0].outputs).split() == [sys.prefix, str(kernel_env / "home")]
+    assert nb.cells[2].execution_count is None

@@ -205,6 +205,99 @@ class DecayConfig(_Section):
         return v
 
 
+class CompressConfig(_Section):
+    """Episode → compressed trajectory, the only view of an episode a reflector gets (article §3.4, §8.1)."""
+
+    max_tool_calls: int = Field(30, ge=1, json_schema_extra=_affects(REFLECT))
+    """Tool calls kept (first and last halves when longer; the gap is marked)."""
+    max_arg_chars: int = Field(32, ge=4, json_schema_extra=_affects(REFLECT))
+    """Characters kept of each argument value."""
+    max_errors: int = Field(5, ge=0, json_schema_extra=_affects(REFLECT))
+    """Errors kept, each with the step that raised it."""
+    max_chars: int = Field(2000, ge=200, json_schema_extra=_affects(REFLECT))
+    """Length bound of the compressed text."""
+
+
+class ReflectTriggersConfig(_Section):
+    """When to reflect: rules, never an LLM call (DESIGN §4, article §3.1)."""
+
+    on_strategy_failure: bool = Field(True, json_schema_extra=_affects(REFLECT))
+    """Reflect on a failure caused by strategy (failure_cause "strategy", or unknown with a tool error or a
+    wrong final state)."""
+    on_deviating_success: bool = Field(True, json_schema_extra=_affects(REFLECT))
+    """Reflect on a success whose tool path differs from the usual successful path of its task_type."""
+    nth_occurrence: int = Field(3, ge=0, json_schema_extra=_affects(REFLECT))
+    """Reflect on the n-th occurrence of a task_type not yet reflected on (0: off)."""
+    on_feedback: bool = Field(True, json_schema_extra=_affects(REFLECT))
+    """Reflect when the episode carries explicit user feedback."""
+    skip_repeat_failure_days: float = Field(7.0, ge=0, json_schema_extra=_affects(REFLECT))
+    """Skip a failure whose signature (task_type + failing step) was reflected on within this many days (0: off)."""
+    skip_single_turn: bool = Field(True, json_schema_extra=_affects(REFLECT))
+    """Never reflect on a single-turn question (no tool call, at most one assistant message)."""
+    skip_external_failure: bool = Field(True, json_schema_extra=_affects(REFLECT))
+    """Never reflect on a failure caused outside the agent (failure_cause "external")."""
+
+
+class ReflectionRulesConfig(_Section):
+    """Validation bounds of a reflection; a rejected reflection never becomes a candidate."""
+
+    min_rule_chars: int = Field(20, ge=1, json_schema_extra=_affects(REFLECT))
+    """Shorter reusable_rule texts are rejected as too generic."""
+    max_rule_chars: int = Field(400, ge=20, json_schema_extra=_affects(REFLECT))
+    """Longer reusable_rule texts are rejected as too long."""
+    min_rule_words: int = Field(5, ge=1, json_schema_extra=_affects(REFLECT))
+    """Rules with fewer words are rejected as too generic."""
+    generic_phrases: tuple[str, ...] = Field(
+        ("be careful", "double check", "pay attention", "do better", "try harder", "be more careful",
+         "think carefully", "follow the policy", "follow instructions"),
+        json_schema_extra=_affects(REFLECT))
+    """A rule that is only one of these phrases (after normalisation) is rejected as too generic."""
+    require_counter_examples: bool = Field(True, json_schema_extra=_affects(REFLECT))
+    """Reject a reflection whose counter_examples is empty (article §8.5)."""
+
+
+class LLMReflectorConfig(_Section):
+    """The LiteLLM reflector: any LiteLLM model string, configured separately from the agent's own model."""
+
+    model: str = Field("openai/gpt-4o-mini", json_schema_extra=_affects(REFLECT))
+    """LiteLLM model string, e.g. ``openai/gpt-4o-mini``, ``ollama/llama3.1``, ``openai/x`` with ``api_base``."""
+    api_base: str | None = None
+    """Base URL of an OpenAI-compatible server (local servers, Ollama); None: the provider's default."""
+    api_key_env: str | None = None
+    """Name of the environment variable that holds the API key (the key itself never goes in a config)."""
+    temperature: float = Field(0.0, ge=0, le=2, json_schema_extra=_affects(REFLECT))
+    """Sampling temperature."""
+    max_tokens: int = Field(800, ge=16)
+    """Completion token limit per reflection (multiplied by the batch size for a batch call)."""
+    timeout_s: float = Field(30.0, gt=0)
+    """Timeout of one HTTP call."""
+    max_retries: int = Field(2, ge=0)
+    """Retries after a failed call (HTTP 5xx, 429, timeout), with exponential backoff."""
+    backoff_s: float = Field(1.0, ge=0)
+    """First backoff delay; doubled after each retry."""
+    batch_size: int = Field(4, ge=1)
+    """Episodes reflected on in one call by ``reflect_batch``."""
+    json_mode: bool = True
+    """Ask for ``response_format={"type": "json_object"}`` where the provider supports it."""
+
+
+class ReflectConfig(_Section):
+    """Reflection: triggers, compression, validation and the reflector (DESIGN §4)."""
+
+    reflector: Literal["heuristic", "litellm"] = Field("heuristic", json_schema_extra=_affects(REFLECT))
+    """Which reflector: ``heuristic`` (offline, deterministic, the default) or ``litellm``."""
+    related_k: int = Field(5, ge=0, json_schema_extra=_affects(REFLECT))
+    """Nearest earlier episodes (by instruction embedding, not the rerank) shown to the reflector."""
+    compress: CompressConfig = CompressConfig()
+    """How an episode is compressed before any reflector sees it."""
+    triggers: ReflectTriggersConfig = ReflectTriggersConfig()
+    """When to reflect."""
+    rules: ReflectionRulesConfig = ReflectionRulesConfig()
+    """When a reflection is rejected."""
+    llm: LLMReflectorConfig = LLMReflectorConfig()
+    """Settings of the LiteLLM reflector."""
+
+
 class Provenance(_Section):
     """Where an exported config came from. No machine paths, no secrets."""
 
@@ -246,6 +339,8 @@ class LabConfig(_Section):
     """Up/down feedback."""
     decay: DecayConfig = DecayConfig()
     """Decay and archive."""
+    reflect: ReflectConfig = ReflectConfig()
+    """Reflection: triggers, compression, validation, reflector."""
     provenance: Provenance | None = None
     """Where this config came from (set by export)."""
 

@@ -5,7 +5,7 @@ episodes is promoted to L3; then a query with lexical lures is answered with its
 from __future__ import annotations
 
 from dataclasses import dataclass
-from datetime import timedelta
+from datetime import datetime, timedelta
 from pathlib import Path
 from typing import Any
 
@@ -36,6 +36,7 @@ class DemoRun:
     search: SearchResult
     refund_search: SearchResult
     stats: dict[str, Any]
+    now: datetime | None  # the clock of the two searches (a day after the last episode)
 
     def events_frame(self) -> Any:
         import pandas as pd
@@ -60,6 +61,7 @@ def run_demo(mem: MemorySystem, episodes: list[Episode] | None = None) -> DemoRu
             res = mem.write(reflection["reusable_rule"], confidence=reflection["confidence"],
                             counter_examples=reflection.get("counter_examples", []),
                             trigger=reflection.get("trigger"), domain=ep.domain,
+                            task_type=reflection.get("task_type"),
                             source_episode_ids=[ep.episode_id], now=now)
             events.append({"episode": ep.episode_id, "write": "rule", "action": res.action, "id": res.record.id,
                            "layer": res.record.layer.value, "hit_count": res.record.hit_count,
@@ -69,4 +71,4 @@ def run_demo(mem: MemorySystem, episodes: list[Episode] | None = None) -> DemoRu
     when = (last + timedelta(days=1)) if last else None
     search = mem.search(DEMO_QUERY, now=when)
     refund = mem.search(DEMO_REFUND_QUERY, now=when)
-    return DemoRun(events, search, refund, mem.stats())
+    return DemoRun(events, search, refund, mem.stats(), when)

@@ -2,11 +2,15 @@
 
 from __future__ import annotations
 
-from typing import Iterator, Protocol, Sequence, runtime_checkable
+from typing import TYPE_CHECKING, Iterator, Protocol, Sequence, runtime_checkable
 
 import numpy as np
 
 from .types import MemoryRecord
+
+if TYPE_CHECKING:
+    from .reflect.compress import CompressedEpisode
+    from .reflect.schema import Reflection, Rejection
 
 #: Where a record lives in a store: one collection per kind, plus the archive (kept, never recalled).
 BUCKETS: tuple[str, ...] = ("episode", "candidate", "rule", "archive")
@@ -53,3 +57,17 @@ class Store(Protocol):
         """Replace a bucket whole (used by ``reembed``)."""
 
     def close(self) -> None: ...
+
+
+@runtime_checkable
+class Reflector(Protocol):
+    """Turns a compressed episode (plus related earlier ones, the source of counter-examples) into a reflection.
+
+    Implementations never raise for a bad model answer: they return a ``Rejection`` with its reason.
+    """
+
+    def reflect(self, episode: "CompressedEpisode", related: Sequence["CompressedEpisode"]
+                ) -> "Reflection | Rejection": ...
+
+    def reflect_batch(self, items: Sequence[tuple["CompressedEpisode", Sequence["CompressedEpisode"]]]
+                      ) -> list["Reflection | Rejection"]: ...

@@ -104,6 +104,7 @@ class MemoryRecord:
     archived: bool = False
     embedding_model: str = ""
     debug_trace: tuple[Mapping[str, Any], ...] = ()
+    attrs: Mapping[str, Any] = field(default_factory=dict)  # kind-specific extras, e.g. an episode's tool path
 
     @property
     def layer(self) -> Layer:

@@ -83,22 +83,26 @@ def _check_quickstart(nb: nbformat.NotebookNode) -> None:
     assert all(png.startswith(b"\x89PNG") and len(png) > 10_000 for png in pngs), "a figure came out empty"
 
     retrieval = _text(_outputs(nb, "cfg.flat()"))
-    assert "retrieval.weights.semantic" in retrieval and "0.2" in retrieval
+    assert "retrieval.weights.semantic" in retrieval and "0.2" in retrieval, f"retrieval config table:\n{retrieval}"
 
     events = _text(_outputs(nb, "events_frame()"))
-    assert "promoted" in events and "merged" in events and "confirmed" in events
+    assert "promoted" in events and "merged" in events and "confirmed" in events, f"events table:\n{events}"
     promoted_rows = [line for line in events.splitlines() if line.rstrip().endswith("True")]
-    assert len(promoted_rows) >= 2 and all(" L3 " in row for row in promoted_rows), events
+    assert len(promoted_rows) >= 2 and all(" L3 " in row for row in promoted_rows), \
+        f"expected at least two promotions to L3 in the events table:\n{events}"
 
     search = _text(_outputs(nb, "run.search"))
-    assert "Pull last quarter's East China sales figures." in search and "[L3#" in search
+    assert "Pull last quarter's East China sales figures." in search and "[L3#" in search, \
+        f"search result should show the demo query and the promoted rule:\n{search}"
 
     injection = _text(_outputs(nb, "injection.text"))
-    assert "tokens (budget 600)" in injection
-    assert "## General rules (from past experience)" in injection and "## Similar past tasks" in injection
+    assert "tokens (budget 600)" in injection, f"injection cell:\n{injection}"
+    assert "## General rules (from past experience)" in injection and "## Similar past tasks" in injection, \
+        f"injection block should hold rules and past tasks:\n{injection}"
 
     override = _text(_outputs(nb, "cfg.with_params"))
-    assert "default weights" in override and "semantic 0.6, task_type 0" in override
+    assert "default weights" in override and "semantic 0.6, task_type 0" in override, \
+        f"side-by-side ranking table:\n{override}"
 
 
 CHECKS: dict[str, Callable[[nbformat.NotebookNode], None]] = {"01_quickstart.ipynb": _check_quickstart}

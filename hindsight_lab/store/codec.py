@@ -10,7 +10,7 @@ from ..errors import StoreError
 from ..types import Kind, MemoryRecord, Trigger
 
 _DATES = ("created_at", "last_confirmed_at", "last_retrieved_at", "last_triggered_at")
-_JSON = ("counter_examples", "source_episode_ids", "feedback_notes", "debug_trace", "trigger")
+_JSON = ("counter_examples", "source_episode_ids", "feedback_notes", "debug_trace", "trigger", "attrs")
 _PLAIN = ("task_type", "domain", "confidence", "hit_count", "outcome", "task_id", "key", "ups", "downs",
           "decay_steps", "archived", "embedding_model")
 
@@ -31,6 +31,9 @@ def to_metadata(rec: MemoryRecord) -> dict[str, Any]:
         if name == "trigger":
             if value is not None:
                 meta[name] = json.dumps(value.to_dict(), ensure_ascii=False)
+        elif name == "attrs":
+            if value:
+                meta[name] = json.dumps(dict(value), ensure_ascii=False)
         elif value:
             meta[name] = json.dumps(list(value), ensure_ascii=False)
     return meta
@@ -50,6 +53,8 @@ def from_row(record_id: str, document: str | None, meta: Mapping[str, Any] | Non
                 kw[name] = tuple(json.loads(meta[name]))
         if "debug_trace" in meta:
             kw["debug_trace"] = tuple(json.loads(meta["debug_trace"]))
+        if "attrs" in meta:
+            kw["attrs"] = json.loads(meta["attrs"])
         if "trigger" in meta:
             kw["trigger"] = Trigger.from_dict(json.loads(meta["trigger"]))
         return MemoryRecord(id=record_id, kind=Kind(meta["kind"]), content=document or "", **kw)

@@ -21,12 +21,15 @@ from typing import TYPE_CHECKING, Any, Callable, Iterable, Iterator, Sequence
 import numpy as np
 
 from .config import LabConfig
+from .decay import age_rule, l2_due_for_archive
 from .errors import MemoryNotFound, StoreError, ValidationError
 from .inputs import parse_memory_input
 from .protocols import BUCKETS
+from .reflect.pipeline import ReflectionOutcome, ReflectionPipeline
 from .retrieve.inject import fit_budget, render
-from .retrieve.paths import TaskTypeIndex, TriggerIndex, infer_task_type
-from .retrieve.rerank import recency, rerank
+from .retrieve.paths import TaskTypeIndex, TriggerIndex
+from .retrieve.recall import RECALLED_BUCKETS, Candidates, features, recall
+from .retrieve.rerank import rerank
 from .retrieve.result import SearchResult
 from .summary import derive_task_type, summarise
 from .trace import Episode
@@ -38,7 +41,6 @@ if TYPE_CHECKING:
 
 logger = logging.getLogger(__name__)
 
-_RECALLED = ("episode", "candidate", "rule")
 _FLUSH_AT = 256
 
 
@@ -76,14 +78,16 @@ class MemorySystem:
         store: a store implementing :class:`~hindsight_lab.protocols.Store`; by default a Chroma store built
             from ``config.store`` (embedded at ``store.path``, or the server at ``store.url``).
         embedder: an :class:`~hindsight_lab.protocols.Embedder`; by default built from ``config.embedder``.
+        reflector: a :class:`~hindsight_lab.protocols.Reflector`; by default the one ``config.reflect`` names.
         clock: returns "now" (UTC) for every operation that does not get ``now=``; inject one for replays/tests.
     """
 
     def __init__(self, config: LabConfig | None = None, *, store: Any = None, embedder: Any = None,
-                 clock: Callable[[], datetime] | None = None) -> None:
+                 reflector: Any = None, clock: Callable[[], datetime] | None = None) -> None:
         self.config = config
         self.store = store
         self.embedder = embedder
+        self.reflector = reflector
         self.clock = clock
 
     # ------------------------------------------------------------------ lifecycle
@@ -103,6 +107,11 @@ class MemorySystem:
         self.store.open(self.embedder.name(), verify=verify_model)
         self._pending: dict[str, MemoryRecord] = {}
         self._working: WorkingMemory | None = None
+        if self.reflector is None:
+            from .reflect.registry import make_reflector
+
+            self.reflector = make_reflector(self.config_.reflect)
+        self._reflection = ReflectionPipeline(self, self.reflector)
         self._rebuild_indexes()
         return self
 
@@ -112,9 +121,13 @@ class MemorySystem:
         self._bucket_of: dict[str, str] = {}
         self._counts: dict[str, int] = {b: 0 for b in BUCKETS}
         self._episode_ids: dict[str, str] = {}
+        episodes = []
         for bucket in BUCKETS:
             for rec in self.store.scan(bucket):
                 self._index(rec, bucket)
+                if rec.kind is Kind.EPISODE:
+                    episodes.append(rec)
+        self._reflection.observe_stored(episodes)
 
     def _index(self, rec: MemoryRecord, bucket: str) -> None:
         old = self._bucket_of.get(rec.id)
@@ -191,7 +204,7 @@ class MemorySystem:
         self._ready()
         self.flush()
         kind = Kind(kind) if kind is not None else None
-        buckets = ["archive"] if archived else [b for b in _RECALLED if kind is None or b == kind.value]
+        buckets = ["archive"] if archived else [b for b in RECALLED_BUCKETS if kind is None or b == kind.value]
         out = [r for b in buckets for r in self.store.scan(b)]
         return [r for r in out if kind is None or r.kind is kind]
 
@@ -221,22 +234,31 @@ class MemorySystem:
         ``episode_id`` again replaces its record. ``created_at`` is the episode's ``started_at`` when set.
         """
         self._ready()
-        cfg = self.config_.episode
         eps = [self._as_episode(e, i) for i, e in enumerate(episodes)]
         given = list(task_types) if task_types is not None else [None] * len(eps)
-        now = self._now(now)
+        return self._write_episode_records(eps, given, self._now(now))
+
+    def _write_episode_records(self, eps: Sequence[Episode], given: Sequence[str | None], now: datetime,
+                               compressed: Sequence[Any] | None = None,
+                               reflected: Sequence[str | None] | None = None) -> list[MemoryRecord]:
+        from .reflect.compress import compress
+
+        cfg = self.config_.episode
         records = []
-        for ep, tt in zip(eps, given):
-            summary = summarise(ep, cfg.summary_max_chars)
+        for i, (ep, tt) in enumerate(zip(eps, given)):
+            comp = compressed[i] if compressed is not None else compress(
+                ep, self.config_.reflect.compress, cfg.read_only_prefixes, task_type=tt)
             conf = {"success": cfg.success_confidence, "partial": cfg.partial_confidence,
                     "failure": cfg.failure_confidence}[ep.outcome]
+            attrs = {"tools": list(comp.tools), "calls": list(comp.calls), "n_steps": comp.n_steps,
+                     "errors": [list(e) for e in comp.errors], "failure_cause": ep.failure_cause,
+                     "reflected": reflected[i] if reflected is not None else None}
             records.append(MemoryRecord(
                 id=self._episode_ids.get(ep.episode_id) or new_id(Kind.EPISODE), kind=Kind.EPISODE,
-                content=summary, key=ep.instruction if cfg.key == "instruction" else None,
-                task_type=tt if tt is not None else derive_task_type(ep, cfg.read_only_prefixes),
-                domain=ep.domain, confidence=conf, outcome=ep.outcome, task_id=ep.task_id,
+                content=summarise(ep, cfg.summary_max_chars), key=ep.instruction if cfg.key == "instruction" else None,
+                task_type=comp.task_type, domain=ep.domain, confidence=conf, outcome=ep.outcome, task_id=ep.task_id,
                 source_episode_ids=(ep.episode_id,), created_at=ep.started_at or now,
-                embedding_model=self.embedder.name()))
+                embedding_model=self.embedder.name(), attrs={k: v for k, v in attrs.items() if v}))
         if not records:
             return []
         embeddings = self.embedder.embed([r.embed_text for r in records])
@@ -354,6 +376,31 @@ class MemorySystem:
         self.store.upsert(bucket, [rec], emb[None, :])
         self._index(rec, bucket)
 
+    # ------------------------------------------------------------------ reflection (DESIGN §4)
+    def reflect(self, episode: Episode | dict[str, Any], *, task_type: str | None = None,
+                now: datetime | None = None) -> "ReflectionOutcome":
+        """Write a finished episode and, where a trigger rule fires, reflect on it.
+
+        Returns the trigger decision and its reason, the episode record written, the reflection or its rejection
+        reason, and the candidate write (created / merged / confirmed, and whether it was promoted).
+        """
+        return self.reflect_many([episode], task_types=[task_type], now=now)[0]
+
+    def reflect_many(self, episodes: Sequence[Episode | dict[str, Any]], *,
+                     task_types: Sequence[str | None] | None = None, now: datetime | None = None
+                     ) -> list["ReflectionOutcome"]:
+        """:meth:`reflect` for several episodes in order; the reflector gets them in one batch."""
+        self._ready()
+        eps = [self._as_episode(e, i) for i, e in enumerate(episodes)]
+        given = list(task_types) if task_types is not None else [None] * len(eps)
+        self.flush()
+        return self._reflection.run(eps, given, now)
+
+    def reflection_stats(self) -> dict[str, Any]:
+        """Trigger rate and counts per decision reason, rejection reason, write action; promotions."""
+        self._ready()
+        return self._reflection.stats.as_dict()
+
     # ------------------------------------------------------------------ search
     def search(self, query: str, *, task_type: str | None = None, domain: str | None = None,
                top_k: int | None = None, now: datetime | None = None, task_id: str | None = None
@@ -377,88 +424,31 @@ class MemorySystem:
             raise ValidationError(f"search: top_k: must be at least 1 (got {top_k!r})")
         now = self._now(now)
         q = self.embedder.embed_query(query)
-        found: dict[str, list[Any]] = {}  # id -> [record, embedding, similarity, paths]
-
-        def add(rec: MemoryRecord, emb: np.ndarray, sim: float, path: str) -> None:
-            if rec.id in found:
-                found[rec.id][3].append(path)
-            elif domain is None or rec.domain in (None, domain):
-                found[rec.id] = [self._pending.get(rec.id, rec), emb, sim, [path]]
-
-        votes: list[tuple[str | None, float]] = []
-        for bucket in _RECALLED:
-            n = self._counts[bucket]
-            if not n:
-                continue
-            want = max(cfg.path_depth, cfg.classifier.k) if bucket == "episode" else cfg.path_depth
-            for rank, (rec, sim, emb) in enumerate(self.store.query(bucket, q, min(want, n))):
-                if bucket == "episode":
-                    votes.append((rec.task_type, sim))
-                if rank < cfg.path_depth and sim >= cfg.min_similarity:
-                    add(rec, emb, sim, "vector")
-
-        source, share = "given", 1.0
-        if task_type is None:
-            if cfg.classifier.enabled:
-                c = cfg.classifier
-                task_type, share = infer_task_type(votes, k=c.k, min_votes=c.min_votes, min_share=c.min_share)
-                source = "inferred" if task_type is not None else "abstained"
-            else:
-                source, share = "off", 0.0
-
-        if task_type is not None:
-            self._fetch(self._task_types.newest(task_type, cfg.path_depth), q, add, "task_type", found)
-        triggered = self._triggers.match(query, task_type, domain)
-        self._fetch([(rid, "rule") for rid in triggered], q, add, "trigger", found)
-
-        items = list(found.values())
-        recs = [it[0] for it in items]
-        feats = np.array([[min(max(it[2], 0.0), 1.0),
-                           1.0 if task_type is not None and it[0].task_type == task_type else 0.0,
-                           it[0].confidence, self._age_days(it[0], now)] for it in items]).reshape(-1, 4)
-        if len(items):
-            feats[:, 3] = recency(feats[:, 3], cfg.recency_half_life_days)
-        embs = np.stack([it[1] for it in items]) if items else np.zeros((0, 1))
+        cands = recall(self.store, self._counts, self._task_types, self._triggers, q, query, cfg,
+                       task_type=task_type, domain=domain, overlay=self._pending)
+        embs = cands.matrix()
+        forced = cands.forced
         w = cfg.weights
-        forced = np.array(["trigger" in it[3] for it in items], dtype=bool)
-        ranked = rerank(feats, embs @ embs.T, (w.semantic, w.task_type, w.confidence, w.recency, w.redundancy),
+        ranked = rerank(features(cands, now, cfg.recency_half_life_days), embs @ embs.T,
+                        (w.semantic, w.task_type, w.confidence, w.recency, w.redundancy),
                         top_k=k, min_score=cfg.min_score, forced=forced, max_forced=cfg.max_triggered)
 
         working = self._working.records() if self._working else []
-        ordered = working + [recs[i] for i in ranked.order]
+        ordered = working + [cands.records[i] for i in ranked.order]
         must = [True] * len(working) + [bool(forced[i]) for i in ranked.order]
         kept, line_tokens = fit_budget(ordered, must, cfg.token_budget, self.tokens_.count)
         kept_set = set(kept)
-        hits = []
-        for pos, i in enumerate(ranked.order):
-            j = pos + len(working)
-            if j in kept_set:
-                hits.append(Hit(recs[i], tuple(items[i][3]), ScoreTerms(*map(float, ranked.terms[pos])),
-                                forced=bool(forced[i]), tokens=line_tokens[j]))
+        hits = [Hit(cands.records[i], tuple(cands.paths[i]), ScoreTerms(*map(float, ranked.terms[pos])),
+                    forced=bool(forced[i]), tokens=line_tokens[pos + len(working)])
+                for pos, i in enumerate(ranked.order) if pos + len(working) in kept_set]
         injection = render([ordered[j] for j in kept], self.tokens_.count)
         if cfg.track_retrievals:
-            self._track(hits, triggered, found, query, task_id, now)
-        return SearchResult(query, task_type, source, float(share), hits, injection,
-                            working=[ordered[j] for j in kept if j < len(working)], n_candidates=len(items))
+            self._track(hits, cands, query, task_id, now)
+        return SearchResult(query, cands.task_type, cands.task_type_source, float(cands.task_type_share), hits,
+                            injection, working=[ordered[j] for j in kept if j < len(working)],
+                            n_candidates=len(cands))
 
-    def _fetch(self, wanted: Iterable[tuple[str, str]], q: np.ndarray, add: Callable[..., None], path: str,
-               found: dict[str, list[Any]]) -> None:
-        by_bucket: dict[str, list[str]] = {}
-        for rid, bucket in wanted:
-            if rid in found:
-                found[rid][3].append(path)
-            else:
-                by_bucket.setdefault(bucket, []).append(rid)
-        for bucket, ids in by_bucket.items():
-            for rec, emb in self.store.get(bucket, ids):
-                add(rec, emb, float(emb @ q), path)
-
-    @staticmethod
-    def _age_days(rec: MemoryRecord, now: datetime) -> float:
-        return (now - (rec.last_confirmed_at or rec.created_at)) / timedelta(days=1)
-
-    def _track(self, hits: list[Hit], triggered: list[str], found: dict[str, list[Any]], query: str,
-               task_id: str | None, now: datetime) -> None:
+    def _track(self, hits: list[Hit], cands: Candidates, query: str, task_id: str | None, now: datetime) -> None:
         limit = self.config_.retrieval.debug_trace_max
         stamp = now.isoformat()
         for rank, hit in enumerate(hits, 1):
@@ -466,8 +456,8 @@ class MemorySystem:
             entry = {"at": stamp, "event": "retrieved", "rank": rank, "query": query[:120], "task_id": task_id}
             self._pending[hit.id] = replace(rec, last_retrieved_at=now,
                                             debug_trace=(rec.debug_trace + (entry,))[-limit:] if limit else ())
-        for rid in triggered:  # a matched trigger counts for decay whether or not the rule was injected
-            rec = self._pending.get(rid) or (found[rid][0] if rid in found else None)
+        for rid in cands.triggered:  # a matched trigger counts for decay whether or not the rule was injected
+            rec = self._pending.get(rid) or (cands.records[cands._pos[rid]] if rid in cands else None)
             if rec is not None:
                 self._pending[rid] = replace(rec, last_triggered_at=now)
         if len(self._pending) >= _FLUSH_AT:
@@ -538,20 +528,14 @@ class MemorySystem:
         to_archive: dict[str, list[str]] = {"episode": [], "candidate": [], "rule": []}
         if cfg.archive_unretrieved:
             for bucket in ("episode", "candidate"):
-                for rec in self.store.scan(bucket):
-                    if (now - (rec.last_retrieved_at or rec.created_at)) / timedelta(days=1) >= cfg.l2_archive_days:
-                        to_archive[bucket].append(rec.id)
+                to_archive[bucket] = [r.id for r in self.store.scan(bucket) if l2_due_for_archive(r, now, cfg)]
         decayed = []
         for rec in self.store.scan("rule"):
-            ref = max((t for t in (rec.last_triggered_at, rec.last_confirmed_at) if t), default=rec.created_at)
-            age = (now - ref) / timedelta(days=1)
-            if age >= cfg.l3_archive_days:
+            aged = age_rule(rec, now, cfg)
+            if aged == "archive":
                 to_archive["rule"].append(rec.id)
-                continue
-            due = sum(age >= d for d in cfg.l3_decay_days)
-            if due > rec.decay_steps:
-                decayed.append(replace(rec, decay_steps=due,
-                                       confidence=rec.confidence * cfg.l3_decay_factor ** (due - rec.decay_steps)))
+            elif aged is not None:
+                decayed.append(aged)
         if decayed:
             self.store.update("rule", decayed)
             report.decayed.extend(r.id for r in decayed)

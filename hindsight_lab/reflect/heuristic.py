@@ -1,0 +1,149 @@
+"""The offline heuristic reflector: deterministic rules from the compressed trajectory and related earlier episodes.
+
+It never invents text: every rule names the tools and errors of the traces it saw.
+
+- A **failure with an error**: the tool that failed, its error and what preceded it, and — when related episodes of
+  the same task_type succeeded — the path they took.
+- A **failure without an error**: the path that did not complete the task, against the successful path of related
+  episodes (of the same task_type, else any related success that went on to change state).
+- A **success**: the tool order that worked for its task_type.
+
+Counter-examples come from related episodes where the rule did not hold: the same order that still failed, another
+order that also worked, or related tasks of another type. Without any, the reflection is rejected by validation
+(``empty_counter_examples``) and never promoted. Confidence grows with the related episodes that support the rule
+and shrinks with those that contradict it. A trigger is attached when a state-changing tool's verb appears in the
+instruction.
+
+Examples:
+    >>> from hindsight_lab.config import LabConfig
+    >>> r = HeuristicReflector.from_config(LabConfig().reflect)
+    >>> r.describe()["name"]
+    'heuristic'
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from typing import Any, Sequence
+
+from ..config import ReflectConfig, ReflectionRulesConfig
+from ..retrieve.paths import normalise
+from .compress import CompressedEpisode
+from .registry import register
+from .schema import Reflection, Rejection, validate_reflection
+
+_MAX_COUNTER = 3
+
+
+def _path(ep: CompressedEpisode) -> tuple[str, ...]:
+    """Tools in order of first use."""
+    return tuple(dict.fromkeys(ep.tools))
+
+
+def _arrow(path: Sequence[str]) -> str:
+    return " → ".join(path) if path else "no tool"
+
+
+def _short(text: str, n: int = 60) -> str:
+    text = " ".join(text.split())
+    return text if len(text) <= n else text[: n - 1] + "…"
+
+
+@register("heuristic")
+class HeuristicReflector:
+    """Offline, deterministic reflector (the default)."""
+
+    def __init__(self, rules: ReflectionRulesConfig | None = None) -> None:
+        self.rules = rules
+
+    @classmethod
+    def from_config(cls, cfg: ReflectConfig) -> "HeuristicReflector":
+        return cls(rules=cfg.rules)
+
+    def describe(self) -> dict[str, Any]:
+        return {"name": "heuristic", "args": {}}
+
+    def reflect_batch(self, items: Sequence[tuple[CompressedEpisode, Sequence[CompressedEpisode]]]
+                      ) -> list[Reflection | Rejection]:
+        return [self.reflect(ep, related) for ep, related in items]
+
+    def reflect(self, ep: CompressedEpisode, related: Sequence[CompressedEpisode]) -> Reflection | Rejection:
+        tt = ep.task_type or "untyped"
+        same = [r for r in related if (r.task_type or "untyped") == tt and r.episode_id != ep.episode_id]
+        others = [r for r in related if (r.task_type or "untyped") != tt]
+        succ_paths = Counter(_path(r) for r in same if r.outcome == "success")
+        if ep.outcome == "success":
+            draft = self._success(ep, tt, same, succ_paths)
+        else:
+            draft = self._failure(ep, tt, same, related, succ_paths)
+        counter = draft.pop("counter")
+        counter += [f"not for {r.task_type or 'untyped'} tasks such as '{_short(r.instruction)}'"
+                    for r in others if r.task_type != ep.task_type][: max(0, _MAX_COUNTER - len(counter))]
+        draft.update(task_type=tt, outcome=ep.outcome, counter_examples=counter[:_MAX_COUNTER],
+                     confidence=round(min(0.95, max(0.2, draft["confidence"])), 3))
+        trigger = self._trigger(ep)
+        if trigger:
+            draft["trigger"] = trigger
+        return validate_reflection(draft, self.rules or ReflectionRulesConfig(), episode_id=ep.episode_id)
+
+    # ------------------------------------------------------------------ rule drafts
+    @staticmethod
+    def _success(ep: CompressedEpisode, tt: str, same: list[CompressedEpisode], succ_paths: Counter
+                 ) -> dict[str, Any]:
+        path = _path(ep)
+        support = succ_paths.get(path, 0)
+        failed_same_path = [r for r in same if r.outcome != "success" and _path(r) == path]
+        other_ok = [(p, n) for p, n in succ_paths.most_common() if p != path]
+        counter = [f"{r.episode_id} followed the same order and still failed"
+                   + (f" ({_short(r.errors[0][2], 50)})" if r.errors else "") for r in failed_same_path]
+        counter += [f"another run succeeded with {_arrow(p)}" for p, _ in other_ok]
+        return {"key_decision": f"called {_arrow(path)} in this order",
+                "why_it_worked_or_failed": f"the {tt} task completed after {_arrow(path)}"
+                                           + (f"; {support} similar run(s) succeeded the same way" if support else ""),
+                "reusable_rule": f"For {tt} tasks, call {_arrow(path)} in this order.",
+                "confidence": 0.55 + 0.1 * support - 0.1 * len(failed_same_path), "counter": counter}
+
+    @staticmethod
+    def _failure(ep: CompressedEpisode, tt: str, same: list[CompressedEpisode],
+                 related: Sequence[CompressedEpisode], succ_paths: Counter) -> dict[str, Any]:
+        path = _path(ep)
+        alt, alt_n = next(((p, n) for p, n in succ_paths.most_common() if p != path), (None, 0))
+        if alt is None:  # the agent may have stopped short: learn from any related run that changed state
+            alt = next((_path(r) for r in related if r.outcome == "success" and r.state_changing
+                        and _path(r) != path), None)
+            alt_n = 1 if alt else 0
+        if ep.errors:
+            step, tool, err = ep.errors[0]
+            before = [t for t in path[: path.index(tool)]] if tool in path else []
+            prep = _arrow(before[-2:]) if before else "no preparation"
+            worked = [r for r in same if r.outcome == "success" and tool in r.tools and not r.errors]
+            counter = [f"{r.episode_id} called {tool} without this error" for r in worked]
+            rule = f"For {tt} tasks, {tool} failed ({_short(err, 60)}) when called after {prep}"
+            rule += f"; successful similar runs called {_arrow(alt)}." if alt else \
+                f"; check what {tool} requires before calling it."
+            return {"key_decision": f"called {tool} at step {step}",
+                    "why_it_worked_or_failed": f"{tool} returned the error: {_short(err, 120)}",
+                    "reusable_rule": rule, "confidence": (0.5 + 0.1 * alt_n) if alt else 0.45,
+                    "counter": counter}
+        same_path_ok = [r for r in same if r.outcome == "success" and _path(r) == path]
+        counter = [f"{r.episode_id} followed the same order and succeeded" for r in same_path_ok]
+        if alt:
+            rule = f"For {tt} tasks, {_arrow(path)} did not complete the task; successful similar runs called " \
+                   f"{_arrow(alt)}."
+        else:
+            rule = f"For {tt} tasks, {_arrow(path)} ended in failure; verify the arguments of " \
+                   f"{path[-1] if path else 'the last step'} against the request before calling it."
+        return {"key_decision": f"stopped after {path[-1] if path else 'no tool call'}",
+                "why_it_worked_or_failed": "the final state did not match what the user asked for",
+                "reusable_rule": rule,
+                "confidence": (0.5 + 0.1 * alt_n - 0.1 * len(same_path_ok)) if alt else 0.4, "counter": counter}
+
+    @staticmethod
+    def _trigger(ep: CompressedEpisode) -> dict[str, list[str]] | None:
+        words = set(normalise(ep.instruction).split())
+        verbs = []
+        for tool in ep.state_changing:
+            verb = tool.split("_")[0].lower()
+            if verb in words and verb not in verbs:
+                verbs.append(verb)
+        return {"any": verbs, "all": [], "task_types": []} if verbs else None

@@ -1,0 +1,171 @@
+"""The reflection pipeline behind ``MemorySystem.reflect``: compress → trigger decision → episode record → related
+earlier episodes → reflector → validated reflection → candidate write (dedup, merge, promotion)."""
+
+from __future__ import annotations
+
+import logging
+from collections import Counter
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import TYPE_CHECKING, Any, Iterable, Sequence
+
+from ..errors import ValidationError
+from ..types import MemoryRecord
+from .compress import CompressedEpisode, compress
+from .schema import Reflection, Rejection
+from .triggers import TriggerDecision, TriggerPolicy
+
+if TYPE_CHECKING:
+    import pandas as pd
+
+    from ..memory import MemorySystem, WriteResult
+    from ..trace import Episode
+
+logger = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True)
+class ReflectionOutcome:
+    """Everything ``reflect`` did for one episode."""
+
+    episode_id: str
+    decision: TriggerDecision
+    record: MemoryRecord
+    compressed: CompressedEpisode
+    related: tuple[str, ...] = ()
+    reflection: Reflection | None = None
+    rejection: Rejection | None = None
+    write: "WriteResult | None" = None
+
+    @property
+    def promoted(self) -> bool:
+        return bool(self.write and self.write.promoted)
+
+    def as_row(self) -> dict[str, Any]:
+        return {"episode_id": self.episode_id, "task_type": self.compressed.task_type,
+                "outcome": self.compressed.outcome, "reflect": self.decision.reflect, "reason": self.decision.reason,
+                "accepted": self.reflection is not None,
+                "rejection": self.rejection.reason if self.rejection else None,
+                "rule": self.reflection.reusable_rule if self.reflection else None,
+                "confidence": self.reflection.confidence if self.reflection else None,
+                "counter_examples": len(self.reflection.counter_examples) if self.reflection else None,
+                "write": self.write.action if self.write else None,
+                "memory_id": self.write.record.id if self.write else None, "promoted": self.promoted}
+
+
+@dataclass
+class ReflectionStats:
+    """Counts over every reflect call of a MemorySystem."""
+
+    episodes: int = 0
+    decisions: Counter = field(default_factory=Counter)
+    rejections: Counter = field(default_factory=Counter)
+    writes: Counter = field(default_factory=Counter)
+    promotions: int = 0
+
+    @property
+    def reflections(self) -> int:
+        return sum(n for r, n in self.decisions.items() if r in _REFLECTING)
+
+    @property
+    def trigger_rate(self) -> float:
+        return self.reflections / self.episodes if self.episodes else 0.0
+
+    def as_dict(self) -> dict[str, Any]:
+        return {"episodes": self.episodes, "reflections": self.reflections, "trigger_rate": self.trigger_rate,
+                "decisions": dict(self.decisions), "rejections": dict(self.rejections),
+                "writes": dict(self.writes), "promotions": self.promotions}
+
+
+_REFLECTING = ("feedback", "strategy_failure", "deviating_success", "nth_occurrence")
+
+
+def compressed_from_record(rec: MemoryRecord) -> CompressedEpisode:
+    """The reflector's view of a stored episode record (what ``write_episode`` kept in ``attrs``)."""
+    a = rec.attrs or {}
+    return CompressedEpisode(
+        episode_id=rec.source_episode_ids[0] if rec.source_episode_ids else rec.id, task_id=rec.task_id,
+        domain=rec.domain, instruction=rec.key or rec.content, task_type=rec.task_type,
+        outcome=rec.outcome or "partial", failure_cause=a.get("failure_cause"), tools=tuple(a.get("tools", ())),
+        calls=tuple(a.get("calls", ())), decisions=(), errors=tuple(tuple(e) for e in a.get("errors", ())),
+        final_answer=None, feedback=(), n_steps=int(a.get("n_steps", 0)), started_at=rec.created_at)
+
+
+class ReflectionPipeline:
+    """Owns the trigger policy and the reflector of one MemorySystem."""
+
+    def __init__(self, mem: "MemorySystem", reflector: Any) -> None:
+        self.mem = mem
+        self.reflector = reflector
+        self.policy = TriggerPolicy(mem.config_.reflect.triggers)
+        self.stats = ReflectionStats()
+
+    def observe_stored(self, records: Iterable[MemoryRecord]) -> None:
+        """Rebuild the trigger state from stored episode records (oldest first)."""
+        for rec in sorted(records, key=lambda r: r.created_at):
+            self.policy.observe(compressed_from_record(rec), rec.created_at,
+                                reflected=bool((rec.attrs or {}).get("reflected")))
+
+    def related(self, ep: "Episode", now: datetime, k: int) -> list[CompressedEpisode]:
+        """Nearest earlier episodes by instruction embedding (a fixed rule, not the rerank)."""
+        mem = self.mem
+        if k <= 0 or not mem._counts["episode"]:
+            return []
+        q = mem.embedder.embed_query(ep.instruction)
+        out = []
+        for rec, _, _ in mem.store.query("episode", q, min(k + 1, mem._counts["episode"])):
+            if ep.episode_id in rec.source_episode_ids or rec.created_at > now:
+                continue
+            out.append(compressed_from_record(rec))
+        return out[:k]
+
+    def run(self, episodes: Sequence["Episode"], task_types: Sequence[str | None], now: datetime | None
+            ) -> list[ReflectionOutcome]:
+        """Decide and write every episode in order; reflections of a run go to the reflector in batches."""
+        mem, cfg = self.mem, self.mem.config_
+        staged = []
+        for ep, tt in zip(episodes, task_types):
+            when = ep.started_at or mem._now(now)
+            comp = compress(ep, cfg.reflect.compress, cfg.episode.read_only_prefixes, task_type=tt)
+            decision = self.policy.decide(comp, when)
+            related = self.related(ep, when, cfg.reflect.related_k) if decision.reflect else []
+            record = mem._write_episode_records([ep], [tt], when, [comp],
+                                                [decision.reason if decision.reflect else None])[0]
+            self.policy.observe(comp, when, reflected=decision.reflect)
+            self.stats.episodes += 1
+            self.stats.decisions[decision.reason] += 1
+            staged.append((ep, comp, decision, related, record, when))
+        todo = [(comp, related) for _, comp, decision, related, _, _ in staged if decision.reflect]
+        answers = iter(self.reflector.reflect_batch(todo) if todo else [])
+        outcomes = []
+        for ep, comp, decision, related, record, when in staged:
+            if not decision.reflect:
+                outcomes.append(ReflectionOutcome(ep.episode_id, decision, record, comp))
+                continue
+            answer = next(answers)
+            rel_ids = tuple(r.episode_id for r in related)
+            if isinstance(answer, Rejection):
+                self.stats.rejections[answer.reason] += 1
+                outcomes.append(ReflectionOutcome(ep.episode_id, decision, record, comp, rel_ids,
+                                                  rejection=answer))
+                continue
+            write = self._write_candidate(ep, answer, when)
+            self.stats.writes[write.action] += 1
+            self.stats.promotions += int(write.promoted)
+            outcomes.append(ReflectionOutcome(ep.episode_id, decision, record, comp, rel_ids, answer, None, write))
+        return outcomes
+
+    def _write_candidate(self, ep: "Episode", refl: Reflection, now: datetime) -> "WriteResult":
+        fields = dict(task_type=refl.task_type, domain=ep.domain, confidence=refl.confidence,
+                      counter_examples=list(refl.counter_examples), source_episode_ids=[ep.episode_id], now=now)
+        if refl.trigger:
+            try:
+                return self.mem.write(refl.reusable_rule, trigger=refl.trigger, **fields)
+            except ValidationError as exc:  # an unusable trigger from a model: keep the rule, drop the trigger
+                logger.warning("dropping the trigger of a reflection on %s: %s", ep.episode_id, exc)
+        return self.mem.write(refl.reusable_rule, **fields)
+
+    def frame(self, outcomes: Sequence[ReflectionOutcome]) -> "pd.DataFrame":
+        import pandas as pd
+
+        return pd.DataFrame([o.as_row() for o in outcomes])

@@ -1,0 +1,123 @@
+"""The three recall paths merged into one candidate set, and the rerank features of each candidate (DESIGN §3).
+
+``recall`` is the part of a search that reads the store; ``features`` turns its candidates into the matrix the pure
+rerank scores. The sweep's cached evaluator stores exactly these two things per query.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from datetime import datetime, timedelta
+from typing import Any, Mapping
+
+import numpy as np
+
+from ..config import RetrievalConfig
+from ..types import MemoryRecord
+from .paths import TaskTypeIndex, TriggerIndex, infer_task_type
+from .rerank import recency
+
+RECALLED_BUCKETS = ("episode", "candidate", "rule")
+
+
+@dataclass
+class Candidates:
+    """Records found by any path, with their embeddings, cosine similarity to the query and the path(s)."""
+
+    records: list[MemoryRecord] = field(default_factory=list)
+    embeddings: list[np.ndarray] = field(default_factory=list)
+    similarity: list[float] = field(default_factory=list)
+    paths: list[list[str]] = field(default_factory=list)
+    triggered: list[str] = field(default_factory=list)  # every rule whose trigger matched (injected or not)
+    task_type: str | None = None
+    task_type_source: str = "given"
+    task_type_share: float = 1.0
+    _pos: dict[str, int] = field(default_factory=dict, repr=False)
+
+    def add(self, rec: MemoryRecord, emb: np.ndarray, sim: float, path: str, domain: str | None) -> None:
+        if rec.id in self._pos:
+            self.paths[self._pos[rec.id]].append(path)
+        elif domain is None or rec.domain in (None, domain):
+            self._pos[rec.id] = len(self.records)
+            self.records.append(rec)
+            self.embeddings.append(emb)
+            self.similarity.append(sim)
+            self.paths.append([path])
+
+    def __contains__(self, record_id: str) -> bool:
+        return record_id in self._pos
+
+    def __len__(self) -> int:
+        return len(self.records)
+
+    @property
+    def forced(self) -> np.ndarray:
+        return np.array(["trigger" in p for p in self.paths], dtype=bool)
+
+    def matrix(self) -> np.ndarray:
+        return np.stack(self.embeddings) if self.embeddings else np.zeros((0, 1), dtype=np.float32)
+
+
+def recall(store: Any, counts: Mapping[str, int], task_types: TaskTypeIndex, triggers: TriggerIndex,
+           q: np.ndarray, query: str, cfg: RetrievalConfig, *, task_type: str | None, domain: str | None,
+           overlay: Mapping[str, MemoryRecord] | None = None) -> Candidates:
+    """Run the vector, task-type and trigger paths; infer the query's task_type when not given.
+
+    ``overlay`` replaces stored records by newer in-process versions (pending bookkeeping).
+    """
+    overlay = overlay or {}
+    out = Candidates()
+
+    def add(rec: MemoryRecord, emb: np.ndarray, sim: float, path: str) -> None:
+        out.add(overlay.get(rec.id, rec), emb, sim, path, domain)
+
+    votes: list[tuple[str | None, float]] = []
+    for bucket in RECALLED_BUCKETS:
+        n = counts.get(bucket, 0)
+        if not n:
+            continue
+        want = max(cfg.path_depth, cfg.classifier.k) if bucket == "episode" else cfg.path_depth
+        for rank, (rec, sim, emb) in enumerate(store.query(bucket, q, min(want, n))):
+            if bucket == "episode":
+                votes.append((rec.task_type, sim))
+            if rank < cfg.path_depth and sim >= cfg.min_similarity:
+                add(rec, emb, sim, "vector")
+
+    if task_type is None:
+        if cfg.classifier.enabled:
+            c = cfg.classifier
+            task_type, share = infer_task_type(votes, k=c.k, min_votes=c.min_votes, min_share=c.min_share)
+            out.task_type_source, out.task_type_share = ("inferred" if task_type else "abstained"), share
+        else:
+            out.task_type_source, out.task_type_share = "off", 0.0
+    out.task_type = task_type
+
+    def fetch(wanted: list[tuple[str, str]], path: str) -> None:
+        by_bucket: dict[str, list[str]] = {}
+        for rid, bucket in wanted:
+            if rid in out:
+                out.paths[out._pos[rid]].append(path)
+            else:
+                by_bucket.setdefault(bucket, []).append(rid)
+        for bucket, ids in by_bucket.items():
+            for rec, emb in store.get(bucket, ids):
+                add(rec, emb, float(emb @ q), path)
+
+    if task_type is not None:
+        fetch(task_types.newest(task_type, cfg.path_depth), "task_type")
+    out.triggered = triggers.match(query, task_type, domain)
+    fetch([(rid, "rule") for rid in out.triggered], "trigger")
+    return out
+
+
+def features(c: Candidates, now: datetime, half_life_days: float) -> np.ndarray:
+    """``(n, 4)`` rerank features: semantic (cosine clipped to [0, 1]), task_type match (0/1), confidence, and
+    recency ``0.5 ** (age / half_life)`` with age from last_confirmed_at, else created_at."""
+    if not len(c):
+        return np.zeros((0, 4))
+    ages = [(now - (r.last_confirmed_at or r.created_at)) / timedelta(days=1) for r in c.records]
+    return np.column_stack([
+        np.clip(np.asarray(c.similarity, dtype=np.float64), 0.0, 1.0),
+        [1.0 if c.task_type is not None and r.task_type == c.task_type else 0.0 for r in c.records],
+        [r.confidence for r in c.records],
+        recency(np.asarray(ages), half_life_days)])

@@ -11,7 +11,7 @@ It never invents text: every rule names the tools and errors of the traces it sa
 Counter-examples come from related episodes where the rule did not hold: the same order that still failed, another
 order that also worked, or related tasks of another type. Without any, the reflection is rejected by validation
 (``empty_counter_examples``) and never promoted. Confidence grows with the related episodes that support the rule
-and shrinks with those that contradict it. A trigger is attached when a state-changing tool's verb appears in the
+(successful alternatives, earlier runs that failed the same way) and shrinks with those that contradict it. A trigger is attached when a state-changing tool's verb appears in the
 instruction.
 
 Examples:
@@ -117,14 +117,15 @@ class HeuristicReflector:
             before = [t for t in path[: path.index(tool)]] if tool in path else []
             prep = _arrow(before[-2:]) if before else "no preparation"
             worked = [r for r in same if r.outcome == "success" and tool in r.tools and not r.errors]
+            repeats = [r for r in same if r.outcome != "success" and r.errors and r.errors[0][1] == tool]
             counter = [f"{r.episode_id} called {tool} without this error" for r in worked]
             rule = f"For {tt} tasks, {tool} failed ({_short(err, 60)}) when called after {prep}"
             rule += f"; successful similar runs called {_arrow(alt)}." if alt else \
                 f"; check what {tool} requires before calling it."
             return {"key_decision": f"called {tool} at step {step}",
                     "why_it_worked_or_failed": f"{tool} returned the error: {_short(err, 120)}",
-                    "reusable_rule": rule, "confidence": (0.5 + 0.1 * alt_n) if alt else 0.45,
-                    "counter": counter}
+                    "reusable_rule": rule, "counter": counter,
+                    "confidence": (0.5 + 0.1 * alt_n if alt else 0.45) + 0.05 * len(repeats)}
         same_path_ok = [r for r in same if r.outcome == "success" and _path(r) == path]
         counter = [f"{r.episode_id} followed the same order and succeeded" for r in same_path_ok]
         if alt:

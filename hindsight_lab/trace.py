@@ -74,12 +74,19 @@ class Episode(_Model):
     instruction: str = Field(min_length=1)
     steps: list[TraceStep]
     outcome: Literal["success", "failure", "partial"]
-    reward: float | None = None
+    reward: float | None = Field(None, allow_inf_nan=False)
     failure_cause: Literal["strategy", "external", "unknown"] | None = None
     feedback: list[FeedbackItem] | None = None
     final_answer: str | None = None
     relevant_episode_ids: list[str] | None = None
     meta: dict[str, Any] | None = None
+
+    @field_validator("started_at", mode="before")
+    @classmethod
+    def _iso_only(cls, v: object) -> object:
+        if isinstance(v, (int, float)) and not isinstance(v, bool):
+            raise ValueError("expected an ISO-8601 timestamp string, got a number")
+        return v
 
     @field_validator("started_at")
     @classmethod

@@ -57,11 +57,61 @@ def _cmd_demo(args: argparse.Namespace) -> int:
     return 0
 
 
+def _store_params(store: str | None) -> dict[str, str]:
+    if not store:
+        return {}
+    return {"store.url": store} if "://" in store else {"store.path": store}
+
+
+def _cmd_reflect(args: argparse.Namespace) -> int:
+    import json
+
+    import pandas as pd
+
+    from .datasets import load
+    from .memory import MemorySystem
+
+    cfg = _load_config(args)
+    overrides: dict[str, object] = {}
+    if args.reflector:
+        overrides["reflect.reflector"] = args.reflector
+    if args.model:
+        overrides["reflect.llm.model"] = args.model
+    if args.api_base:
+        overrides["reflect.llm.api_base"] = args.api_base
+    cfg = cfg.with_params(overrides) if overrides else cfg
+    kwargs = {"limit_tasks": args.limit_tasks} if args.limit_tasks else {}
+    episodes, stats = load(args.traces, format=args.format, strict=not args.skip_invalid, **kwargs)
+    if stats is not None and (stats.skipped or args.skip_invalid):
+        print(f"read {args.traces}: {stats.summary()}", file=sys.stderr)
+    with tempfile.TemporaryDirectory(prefix="hindsight-reflect-") as tmp:
+        cfg = cfg.with_params(_store_params(args.store) or {"store.path": tmp})
+        with MemorySystem(cfg) as mem:
+            outcomes = mem.reflect_many(episodes)
+            summary, layers = mem.reflection_stats(), mem.stats()
+    frame = pd.DataFrame([o.as_row() for o in outcomes])
+    shown = frame if args.all else frame[frame["reflect"]]
+    with pd.option_context("display.width", 200, "display.max_colwidth", 90, "display.max_rows", 500):
+        print(shown.drop(columns=["memory_id"]).to_string(index=False, max_colwidth=100))
+    print(f"\n{summary['episodes']} episodes, {summary['reflections']} reflections "
+          f"(trigger rate {summary['trigger_rate']:.3f}); decisions {summary['decisions']}; "
+          f"rejections {summary['rejections']}; writes {summary['writes']}; promotions {summary['promotions']}; "
+          f"memory: {layers['episodes']} episodes, {layers['candidates']} candidates, {layers['rules']} rules")
+    if args.out:
+        with Path(args.out).open("w", encoding="utf-8") as fh:
+            for o in outcomes:
+                row = o.as_row()
+                row["reflection"] = o.reflection.model_dump() if o.reflection else None
+                row["rejection_detail"] = o.rejection.detail if o.rejection else None
+                fh.write(json.dumps(row, ensure_ascii=False, default=str) + "\n")
+    return 0
+
+
 def _cmd_reembed(args: argparse.Namespace) -> int:
     from .memory import MemorySystem
 
     cfg = _load_config(args)
-    where = {"store.url": args.store} if "://" in args.store else {"store.path": args.store}
+    where = _store_params(args.store)
     if not where.get("store.url") and not Path(args.store).is_dir():
         raise HindsightLabError(f"--store {args.store}: no such folder")
     cfg = cfg.with_params(where)
@@ -88,6 +138,21 @@ def _build_parser() -> argparse.ArgumentParser:
     demo.add_argument("--config", help="LabConfig YAML file")
     demo.add_argument("--set", action="append", metavar="KEY=VALUE", help="dotted config override (repeatable)")
     demo.set_defaults(func=_cmd_demo)
+
+    reflect = sub.add_parser("reflect", help="write recorded episodes and reflect where a trigger fires")
+    reflect.add_argument("traces", help="trace file (JSONL trace format, or tau-bench historical trajectories)")
+    reflect.add_argument("--format", default="auto", choices=["auto", "jsonl", "tau-bench"])
+    reflect.add_argument("--reflector", choices=["heuristic", "litellm"], help="overrides reflect.reflector")
+    reflect.add_argument("--model", help="LiteLLM model string for --reflector litellm (reflect.llm.model)")
+    reflect.add_argument("--api-base", help="OpenAI-compatible server URL for the LiteLLM reflector")
+    reflect.add_argument("--skip-invalid", action="store_true", help="skip and count invalid lines (lenient)")
+    reflect.add_argument("--limit-tasks", type=int, help="tau-bench: keep the first N tasks (all their trials)")
+    reflect.add_argument("--store", help="store folder or Chroma server URL (default: a temporary folder)")
+    reflect.add_argument("--out", help="write one JSON line per episode (decision, reflection or rejection)")
+    reflect.add_argument("--all", action="store_true", help="list every episode, not only those reflected on")
+    reflect.add_argument("--config", help="LabConfig YAML file")
+    reflect.add_argument("--set", action="append", metavar="KEY=VALUE", help="dotted config override (repeatable)")
+    reflect.set_defaults(func=_cmd_reflect)
 
     reembed = sub.add_parser("reembed", help="rebuild every vector of a store with the configured embedding model")
     reembed.add_argument("--store", required=True, help="folder of an embedded store, or a Chroma server URL")

@@ -233,7 +233,7 @@ class ReflectTriggersConfig(_Section):
     skip_repeat_failure_days: float = Field(7.0, ge=0, json_schema_extra=_affects(REFLECT))
     """Skip a failure whose signature (task_type + failing step) was reflected on within this many days (0: off)."""
     skip_single_turn: bool = Field(True, json_schema_extra=_affects(REFLECT))
-    """Never reflect on a single-turn question (no tool call, at most one assistant message)."""
+    """Never reflect on a single-turn question (no tool call, at most one user message)."""
     skip_external_failure: bool = Field(True, json_schema_extra=_affects(REFLECT))
     """Never reflect on a failure caused outside the agent (failure_cause "external")."""
 

@@ -251,6 +251,7 @@ class MemorySystem:
             conf = {"success": cfg.success_confidence, "partial": cfg.partial_confidence,
                     "failure": cfg.failure_confidence}[ep.outcome]
             attrs = {"tools": list(comp.tools), "calls": list(comp.calls), "n_steps": comp.n_steps,
+                     "user_turns": comp.user_turns,
                      "errors": [list(e) for e in comp.errors], "failure_cause": ep.failure_cause,
                      "reflected": reflected[i] if reflected is not None else None}
             records.append(MemoryRecord(

@@ -86,15 +86,18 @@ def detect_format(path: str | Path) -> str | None:
     return None
 
 
-def load(path: str | Path, format: str = "auto", **kw: Any) -> tuple[list[Episode], ReadStats | None]:
+def load(path: str | Path, format: str = "auto", *, strict: bool = True, limit_tasks: int | None = None,
+         domain: str | None = None, **kw: Any) -> tuple[list[Episode], ReadStats | None]:
     """Read a trace file of any supported format: ``(episodes, ReadStats)`` for jsonl, ``(episodes, None)`` else.
 
     Args:
         path: the file.
         format: ``"auto"`` (:func:`detect_format`; a ``.jsonl`` file it cannot place is read as jsonl, so its
             first bad line is reported), ``"jsonl"`` or ``"tau-bench"``.
-        **kw: passed on: ``strict``, ``max_line_bytes`` for jsonl (:func:`load_episodes`); ``domain``,
-            ``limit_tasks`` for tau-bench (:func:`read_tau_bench`).
+        strict: jsonl only: raise on the first invalid line (else skip and count it).
+        limit_tasks: keep the episodes of the first N task_ids (all their attempts), in file order.
+        domain: tau-bench only: the domain when the data does not say.
+        **kw: passed on to :func:`load_episodes` (``max_line_bytes``, ``max_errors``).
 
     Raises:
         ConfigError: an unknown ``format``.
@@ -106,12 +109,16 @@ def load(path: str | Path, format: str = "auto", **kw: Any) -> tuple[list[Episod
         raise ConfigError(f"format: unknown trace format {format!r}; expected 'auto' or one of {list(FORMATS)}")
     if fmt == "auto":
         if not path.exists():
-            raise FileNotFoundError(f"no such trace file: {path}")
+            raise TraceFormatError("no such trace file", path=str(path))
         fmt = detect_format(path) or ("jsonl" if path.suffix.lower() == ".jsonl" else None)
         if fmt is None:
             raise TraceFormatError("cannot tell the trace format: expected a .jsonl file of episodes (one object "
                                    "with episode_id per line) or a tau-bench JSON list of {task_id, trial, reward, "
                                    f"info, traj}}; pass format= one of {list(FORMATS)}", path=str(path))
     if fmt == "jsonl":
-        return load_episodes(path, **kw)
-    return read_tau_bench(path, **kw), None
+        episodes, stats = load_episodes(path, strict=strict, **kw)
+        if limit_tasks is not None:
+            keep = list(dict.fromkeys(e.task_id or e.episode_id for e in episodes))[:limit_tasks]
+            episodes = [e for e in episodes if (e.task_id or e.episode_id) in set(keep)]
+        return episodes, stats
+    return read_tau_bench(path, domain=domain, limit_tasks=limit_tasks), None

@@ -56,6 +56,12 @@ class CompressedEpisode:
     feedback: tuple[str, ...]
     n_steps: int
     started_at: datetime | None = None
+    user_turns: int = 0  # user messages in the trace
+
+    @property
+    def single_turn(self) -> bool:
+        """A question answered without any tool call in at most one user turn."""
+        return not self.tools and self.user_turns <= 1
 
     @property
     def signature(self) -> str:
@@ -119,4 +125,5 @@ def compress(episode: Episode, cfg: CompressConfig, read_only_prefixes: Sequence
         outcome=episode.outcome, failure_cause=episode.failure_cause, tools=tuple(tools), calls=tuple(calls),
         decisions=tuple(decisions[:10]), errors=tuple(errors),
         final_answer=_clip(episode.final_answer, 200) if episode.final_answer else None, feedback=feedback,
-        n_steps=len(episode.steps), started_at=episode.started_at)
+        n_steps=len(episode.steps), started_at=episode.started_at,
+        user_turns=sum(1 for s in episode.steps if isinstance(s, MessageStep) and s.role == "user"))

@@ -36,8 +36,12 @@ _MAX_COUNTER = 3
 
 
 def _path(ep: CompressedEpisode) -> tuple[str, ...]:
-    """Tools in order of first use."""
-    return tuple(dict.fromkeys(ep.tools))
+    """Tools in order of first use, up to the last state-changing call (what came after did not shape the outcome);
+    the whole sequence when nothing changed state."""
+    tools = ep.tools
+    changing = set(ep.state_changing)
+    last = max((i for i, t in enumerate(tools) if t in changing), default=len(tools) - 1)
+    return tuple(dict.fromkeys(tools[: last + 1]))
 
 
 def _arrow(path: Sequence[str]) -> str:
@@ -76,6 +80,8 @@ class HeuristicReflector:
             draft = self._success(ep, tt, same, succ_paths)
         else:
             draft = self._failure(ep, tt, same, related, succ_paths)
+        if "nothing" in draft:
+            return Rejection("rule_too_generic", draft["nothing"], "", ep.episode_id)
         counter = draft.pop("counter")
         counter += [f"not for {r.task_type or 'untyped'} tasks such as '{_short(r.instruction)}'"
                     for r in others if r.task_type != ep.task_type][: max(0, _MAX_COUNTER - len(counter))]
@@ -108,10 +114,12 @@ class HeuristicReflector:
                  related: Sequence[CompressedEpisode], succ_paths: Counter) -> dict[str, Any]:
         path = _path(ep)
         alt, alt_n = next(((p, n) for p, n in succ_paths.most_common() if p != path), (None, 0))
-        if alt is None:  # the agent may have stopped short: learn from any related run that changed state
+        if alt is None and not ep.state_changing:  # it stopped short: learn from a related run that changed state
             alt = next((_path(r) for r in related if r.outcome == "success" and r.state_changing
                         and _path(r) != path), None)
             alt_n = 1 if alt else 0
+        if not path and alt is None:
+            return {"nothing": "no tool call to learn from, and no related run that succeeded"}
         if ep.errors:
             step, tool, err = ep.errors[0]
             before = [t for t in path[: path.index(tool)]] if tool in path else []
@@ -132,8 +140,9 @@ class HeuristicReflector:
             rule = f"For {tt} tasks, {_arrow(path)} did not complete the task; successful similar runs called " \
                    f"{_arrow(alt)}."
         else:
+            target = ep.state_changing[-1] if ep.state_changing else (path[-1] if path else "the last step")
             rule = f"For {tt} tasks, {_arrow(path)} ended in failure; verify the arguments of " \
-                   f"{path[-1] if path else 'the last step'} against the request before calling it."
+                   f"{target} against the request before calling it."
         return {"key_decision": f"stopped after {path[-1] if path else 'no tool call'}",
                 "why_it_worked_or_failed": "the final state did not match what the user asked for",
                 "reusable_rule": rule,

@@ -88,7 +88,8 @@ def compressed_from_record(rec: MemoryRecord) -> CompressedEpisode:
         domain=rec.domain, instruction=rec.key or rec.content, task_type=rec.task_type,
         outcome=rec.outcome or "partial", failure_cause=a.get("failure_cause"), tools=tuple(a.get("tools", ())),
         calls=tuple(a.get("calls", ())), decisions=(), errors=tuple(tuple(e) for e in a.get("errors", ())),
-        final_answer=None, feedback=(), n_steps=int(a.get("n_steps", 0)), started_at=rec.created_at)
+        final_answer=None, feedback=(), n_steps=int(a.get("n_steps", 0)), started_at=rec.created_at,
+        user_turns=int(a.get("user_turns", 0)))
 
 
 class ReflectionPipeline:

@@ -2,7 +2,8 @@
 
 In order, for each finished episode:
 
-1. ``single_turn`` (skip): a question answered without any tool call — nothing to learn about strategy.
+1. ``single_turn`` (skip): a question answered in one turn without any tool call — nothing to learn about
+   strategy.
 2. ``external_failure`` (skip): the failure was caused outside the agent (``failure_cause == "external"``, or an
    unknown cause whose every error looks like an outage: timeout, rate limit, 5xx, connection).
 3. ``feedback`` (reflect): the episode carries explicit user feedback.
@@ -74,7 +75,7 @@ class TriggerPolicy:
 
     def _decide(self, ep: CompressedEpisode, now: datetime) -> TriggerDecision:
         cfg = self.cfg
-        if cfg.skip_single_turn and not ep.tools and not ep.feedback:
+        if cfg.skip_single_turn and ep.single_turn and not ep.feedback:
             return TriggerDecision(False, "single_turn")
         if ep.outcome != "success" and cfg.skip_external_failure and self._external(ep):
             return TriggerDecision(False, "external_failure")

@@ -17,3 +17,18 @@ def episode(eid: str, instruction: str, tools: list[str], outcome: str = "succes
     steps = [{"type": "tool_call", "name": t, "arguments": {}} for t in tools]
     return {"episode_id": eid, "instruction": instruction, "steps": steps, "outcome": outcome,
             "task_id": task_id, **extra}
+
+
+def shared_dataset(relative: str) -> Path:
+    """A file of ../shared/datasets; skips the test when it is absent, fails under CI (CI=true)."""
+    import os
+
+    import pytest
+
+    path = SHARED_DATASETS / relative
+    if not path.is_file():
+        reason = f"dataset {relative} not found under ../shared/datasets (see its README)"
+        if os.environ.get("CI") == "true":
+            pytest.fail(reason)
+        pytest.skip(reason)
+    return path

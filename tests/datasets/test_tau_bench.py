@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import os
 from collections import Counter
 from datetime import timedelta
 from pathlib import Path
@@ -16,7 +15,7 @@ from hindsight_lab.datasets.tau_bench import START, STATE_CHANGING, gold_task_ty
 from hindsight_lab.errors import ConfigError, TraceFormatError
 from hindsight_lab.trace import MessageStep, ToolCallStep, ToolResultStep
 
-from support import SHARED_DATASETS
+from support import SHARED_DATASETS, shared_dataset
 
 AIRLINE = SHARED_DATASETS / "tau-bench" / "gpt-4o-airline.dev.json"
 POLICY = "# Airline Agent Policy\n\nThe current time is 2024-05-15 15:00:00 EST."
@@ -197,11 +196,7 @@ def test_detect_format_and_load_dispatch(tmp_path):
 @pytest.fixture(scope="module")
 def airline() -> tuple[list[Any], list[Any]]:
     """(raw runs, episodes) of ../shared/datasets/tau-bench/gpt-4o-airline.dev.json."""
-    if not AIRLINE.is_file():
-        reason = f"tau-bench development split not found at {AIRLINE} (see ../shared/datasets/README.md)"
-        if os.environ.get("CI") == "true":
-            pytest.fail(reason)
-        pytest.skip(reason)
+    shared_dataset("tau-bench/gpt-4o-airline.dev.json")
     raw = json.loads(AIRLINE.read_text(encoding="utf-8"))
     return raw, read_tau_bench(AIRLINE)
 

@@ -4,12 +4,15 @@ clean (valid nbformat v4, ``python3`` kernel, no outputs).
 The kernel is the test's own interpreter: a ``python3`` kernelspec for ``sys.executable`` is written to a temporary
 folder placed first on ``JUPYTER_PATH``, so the test needs nothing beyond ``pip install -e '.[dev]'``, and a
 ``python3`` kernelspec installed elsewhere (user or system) cannot take its place. The kernel writes under
-temporary folders only: ``HINDSIGHT_LAB_HOME``, ``IPYTHONDIR`` and ``JUPYTER_RUNTIME_DIR`` point there.
+temporary folders only: ``HINDSIGHT_LAB_HOME``, ``IPYTHONDIR`` and ``JUPYTER_RUNTIME_DIR`` point there. The
+``HINDSIGHT_LLM_*`` variables that make ``02_reflection`` call a real model are removed, so the suite stays offline.
 """
 
 from __future__ import annotations
 
 import base64
+import os
+import re
 import sys
 from pathlib import Path
 from typing import Callable
@@ -41,6 +44,8 @@ def kernel_env(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     monkeypatch.setenv("IPYTHONDIR", str(tmp_path / "ipython"))
     monkeypatch.setenv("HINDSIGHT_LAB_HOME", str(tmp_path / "home"))
     monkeypatch.delenv("MPLBACKEND", raising=False)  # Agg here would swallow the notebooks' inline figures
+    for name in ("HINDSIGHT_LLM_MODEL", "HINDSIGHT_LLM_API_BASE", "HINDSIGHT_LLM_API_KEY"):
+        monkeypatch.delenv(name, raising=False)  # 02_reflection would call a real model: use its local stub
     argv = KernelSpecManager().get_kernel_spec(KERNEL_NAME).argv
     assert argv[0] == sys.executable, f"kernel {KERNEL_NAME!r} resolves to {argv[0]}, expected {sys.executable}"
     return tmp_path
@@ -105,7 +110,50 @@ def _check_quickstart(nb: nbformat.NotebookNode) -> None:
         f"side-by-side ranking table:\n{override}"
 
 
-CHECKS: dict[str, Callable[[nbformat.NotebookNode], None]] = {"01_quickstart.ipynb": _check_quickstart}
+def _check_reflection(nb: nbformat.NotebookNode) -> None:
+    pngs = _pngs(nb)
+    assert len(pngs) >= 1, "expected the chart of trigger decisions per reason"
+    assert all(png.startswith(b"\x89PNG") and len(png) > 10_000 for png in pngs), "a figure came out empty"
+
+    data = _text(_outputs(nb, "load(source"))
+    fallback = "NOTE: the tau-bench file is missing" in data
+    if os.environ.get("CI") == "true":
+        assert not fallback, f"under CI the notebook must run on ../shared/datasets, not on the demo fallback:\n{data}"
+    if not fallback:
+        assert "40 episodes of 10 tasks from gpt-4o-airline.dev.json" in data, f"dataset cell:\n{data}"
+
+    chosen = _text(_outputs(nb, "failed_with_error"))
+    assert "chosen: " in chosen and " tool error(s)" in chosen and (fallback or "tau-airline-" in chosen), \
+        f"the example episode should be a failed tau-bench episode with a tool error:\n{chosen}"
+
+    compression = _text(_outputs(nb, "compressed.to_text"))
+    sizes = re.search(r"raw trace: +\d+ steps, ([\d,]+) characters of JSON\ncompressed text: .*?([\d,]+) characters",
+                      compression)
+    assert sizes, f"compression cell should print the raw and compressed sizes:\n{compression}"
+    raw, small = (int(g.replace(",", "")) for g in sizes.groups())
+    assert small < raw, f"the compressed text ({small}) should be shorter than the raw trace ({raw})"
+    assert "error at step" in compression, f"the chosen episode's tool error should be shown:\n{compression}"
+
+    decisions = _text(_outputs(nb, "o.as_row()"))
+    assert "strategy_failure" in decisions and "routine_success" in decisions, f"decisions table:\n{decisions}"
+    if not fallback:
+        assert "repeat_failure" in decisions, f"decisions table:\n{decisions}"
+    stats = _text(_outputs(nb, "reflection_stats()"))
+    assert "trigger_rate" in stats and "strategy_failure" in stats, f"reflection stats:\n{stats}"
+
+    outcome = _text(_outputs(nb, "by_id[chosen.episode_id]"))
+    assert "reason='strategy_failure'" in outcome, f"the chosen failure should trigger a reflection:\n{outcome}"
+    assert "reusable_rule" in outcome or "rejected: " in outcome, f"chosen episode's outcome:\n{outcome}"
+
+    llm = _text(_outputs(nb, "LiteLLMReflector.from_config"))
+    assert "No LLM configured" in llm and "stub server stopped after 1 request(s)" in llm, f"LLM cell:\n{llm}"
+    assert "accepted Reflection for" in llm, f"the stub's canned reflection should pass validation:\n{llm}"
+    usage = _text(_outputs(nb, "usage_summary()"))
+    assert "'calls': 1, 'failed_calls': 0, 'attempts': 1" in usage, f"usage summary:\n{usage}"
+
+
+CHECKS: dict[str, Callable[[nbformat.NotebookNode], None]] = {"01_quickstart.ipynb": _check_quickstart,
+                                                              "02_reflection.ipynb": _check_reflection}
 
 
 # ------------------------------------------------------------------ tests

@@ -76,18 +76,27 @@ class CompressedEpisode:
         return tuple(t for t in self.tools if t in parts)
 
     def to_text(self, max_chars: int = 2000) -> str:
-        """A bounded plain-text rendering (what an LLM reflector reads)."""
-        lines = [f"episode {self.episode_id}" + (f" (task {self.task_id})" if self.task_id else ""),
-                 f"instruction: {self.instruction}",
-                 f"task_type (from tools used): {self.task_type or 'none'}",
-                 f"outcome: {self.outcome}" + (f" ({self.failure_cause})" if self.failure_cause else ""),
-                 "tool calls: " + (" → ".join(self.calls) if self.calls else "none")]
-        lines += [f"decision: {d}" for d in self.decisions]
-        lines += [f"error at step {n} ({tool}): {err}" for n, tool, err in self.errors]
-        if self.final_answer:
-            lines.append(f"final answer: {self.final_answer}")
-        lines += [f"user feedback: {f}" for f in self.feedback]
-        text = "\n".join(lines)
+        """A bounded plain-text rendering (what an LLM reflector reads).
+
+        The outcome, errors, decisions, final answer and feedback are kept whole where they fit; the tool-call line
+        gets the room left and loses calls from its middle first, so a long episode never loses its errors.
+        """
+        head = [f"episode {self.episode_id}" + (f" (task {self.task_id})" if self.task_id else ""),
+                f"instruction: {self.instruction}",
+                f"task_type (from tools used): {self.task_type or 'none'}",
+                f"outcome: {self.outcome}" + (f" ({self.failure_cause})" if self.failure_cause else "")]
+        tail = [f"error at step {n} ({tool}): {err}" for n, tool, err in self.errors]
+        tail += [f"decision: {d}" for d in self.decisions]
+        tail += [f"final answer: {self.final_answer}"] if self.final_answer else []
+        tail += [f"user feedback: {f}" for f in self.feedback]
+        fixed = "\n".join(head + tail)
+        room = max_chars - len(fixed) - len("\ntool calls: ")
+        calls = list(self.calls)
+        line = " → ".join(calls) if calls else "none"
+        while len(line) > room and len(calls) > 2:  # drop from the middle, keep the first and last calls
+            del calls[len(calls) // 2]
+            line = " → ".join(calls[: len(calls) // 2] + ["…"] + calls[len(calls) // 2:])
+        text = "\n".join(head + ["tool calls: " + line] + tail)
         return text if len(text) <= max_chars else text[: max_chars - 1] + "…"
 
 

@@ -23,6 +23,7 @@ Examples:
 
 from __future__ import annotations
 
+import re
 from collections import Counter
 from typing import Any, Sequence
 
@@ -46,6 +47,15 @@ def _path(ep: CompressedEpisode) -> tuple[str, ...]:
 
 def _arrow(path: Sequence[str]) -> str:
     return " → ".join(path) if path else "no tool"
+
+
+_ID = re.compile(r"\b(?=[\w-]*\d)[\w-]+\b")
+
+
+def _generalise(text: str) -> str:
+    """Replace run-specific identifiers and numbers (``HAT229``, ``gift_card_81903``, ``305``) by ``<id>`` so the
+    same failure in two runs yields the same rule."""
+    return _ID.sub("<id>", text)
 
 
 def _short(text: str, n: int = 60) -> str:
@@ -81,7 +91,7 @@ class HeuristicReflector:
         else:
             draft = self._failure(ep, tt, same, related, succ_paths)
         if "nothing" in draft:
-            return Rejection("rule_too_generic", draft["nothing"], "", ep.episode_id)
+            return Rejection("nothing_to_learn", draft["nothing"], "", ep.episode_id)
         counter = draft.pop("counter")
         counter += [f"not for {r.task_type or 'untyped'} tasks such as '{_short(r.instruction)}'"
                     for r in others if r.task_type != ep.task_type][: max(0, _MAX_COUNTER - len(counter))]
@@ -127,7 +137,7 @@ class HeuristicReflector:
             worked = [r for r in same if r.outcome == "success" and tool in r.tools and not r.errors]
             repeats = [r for r in same if r.outcome != "success" and r.errors and r.errors[0][1] == tool]
             counter = [f"{r.episode_id} called {tool} without this error" for r in worked]
-            rule = f"For {tt} tasks, {tool} failed ({_short(err, 60)}) when called after {prep}"
+            rule = f"For {tt} tasks, {tool} failed ({_short(_generalise(err), 60)}) when called after {prep}"
             rule += f"; successful similar runs called {_arrow(alt)}." if alt else \
                 f"; check what {tool} requires before calling it."
             return {"key_decision": f"called {tool} at step {step}",

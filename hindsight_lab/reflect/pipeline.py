@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import logging
 from collections import Counter
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import datetime
 from typing import TYPE_CHECKING, Any, Iterable, Sequence
 
@@ -122,7 +122,12 @@ class ReflectionPipeline:
 
     def run(self, episodes: Sequence["Episode"], task_types: Sequence[str | None], now: datetime | None
             ) -> list[ReflectionOutcome]:
-        """Decide and write every episode in order; reflections of a run go to the reflector in batches."""
+        """Decide and write every episode in order; reflections of a run go to the reflector in one batch.
+
+        Within one call the decisions are made before the reflector answers, so an episode is decided as if the
+        earlier reflections of the same call were accepted; a rejection is undone afterwards (the next call, or
+        the next ``reflect``, may reflect on that signature again). One episode per call is exact.
+        """
         mem, cfg = self.mem, self.mem.config_
         staged = []
         for ep, tt in zip(episodes, task_types):
@@ -147,6 +152,9 @@ class ReflectionPipeline:
             rel_ids = tuple(r.episode_id for r in related)
             if isinstance(answer, Rejection):
                 self.stats.rejections[answer.reason] += 1
+                self.policy.forget_reflection(comp, when)
+                record = replace(record, attrs={**record.attrs, "reflected": None, "rejected": answer.reason})
+                mem.store.update("episode", [record])
                 outcomes.append(ReflectionOutcome(ep.episode_id, decision, record, comp, rel_ids,
                                                   rejection=answer))
                 continue

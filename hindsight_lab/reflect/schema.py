@@ -31,7 +31,7 @@ from ..retrieve.paths import normalise
 #: Every reason a reflection can be rejected for.
 REJECT_REASONS: tuple[str, ...] = ("invalid_json", "missing_field", "wrong_type", "confidence_out_of_range",
                                    "empty_counter_examples", "rule_too_generic", "rule_too_long",
-                                   "reflector_error")
+                                   "nothing_to_learn", "reflector_error")
 
 
 class Reflection(BaseModel):

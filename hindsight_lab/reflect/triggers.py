@@ -48,7 +48,7 @@ class TriggerState:
 
     occurrences: Counter = field(default_factory=Counter)  # task_type -> episodes seen
     success_paths: dict[str, Counter] = field(default_factory=lambda: defaultdict(Counter))
-    reflected_types: set[str] = field(default_factory=set)
+    reflected_types: Counter = field(default_factory=Counter)  # task_type -> reflections (not rejected)
     signatures: dict[str, datetime] = field(default_factory=dict)  # failure signature -> last reflected
 
 
@@ -121,6 +121,17 @@ class TriggerPolicy:
         if ep.outcome == "success":
             self.state.success_paths[key][ep.state_changing] += 1
         if reflected:
-            self.state.reflected_types.add(key)
+            self.state.reflected_types[key] += 1
             if ep.outcome != "success":
                 self.state.signatures[ep.signature] = now
+
+    def forget_reflection(self, ep: CompressedEpisode, now: datetime) -> None:
+        """Undo the "reflected on" mark of an episode whose reflection was rejected: nothing was learnt, so the
+        next occurrence may be reflected on."""
+        key = ep.task_type or "untyped"
+        if self.state.reflected_types[key] > 1:
+            self.state.reflected_types[key] -= 1
+        else:
+            self.state.reflected_types.pop(key, None)
+        if self.state.signatures.get(ep.signature) == now:
+            del self.state.signatures[ep.signature]

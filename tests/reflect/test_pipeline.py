@@ -85,14 +85,16 @@ def test_repeat_failure_is_skipped_and_trigger_state_survives_reopen(tmp_path):
     cfg = LabConfig().with_params({"store.path": str(tmp_path / "s")})
     emb = HashingEmbedder(dim=64)
     with MemorySystem(cfg, embedder=emb) as mem:
-        assert mem.reflect(_ep("f0", ["cancel_order"], outcome="failure", error_at=0)).decision.reflect
+        mem.reflect(_ep("s0", ["get_order", "cancel_order"]))
+        assert mem.reflect(_ep("f0", ["cancel_order"], outcome="failure", error_at=0)).reflection is not None
     with MemorySystem(cfg, embedder=emb) as again:  # the state is rebuilt from the stored episode records
         out = again.reflect(_ep("f1", ["cancel_order"], outcome="failure", error_at=0, hours=5))
         assert out.decision.reason == "repeat_failure"
 
 
 def test_episode_record_keeps_the_compressed_path(mem):
-    ep = _ep("f", ["get_order", "cancel_order"], outcome="failure", error_at=1)
+    mem.reflect(_ep("s", ["get_order", "cancel_order"]))
+    ep = _ep("f", ["get_order", "cancel_order"], outcome="failure", error_at=1, hours=1)
     rec = mem.reflect(ep).record
     back = compressed_from_record(rec)
     fresh = compress(ep, mem.config_.reflect.compress, mem.config_.episode.read_only_prefixes)
@@ -117,3 +119,21 @@ def test_reflector_is_chosen_by_config():
     llm = MemorySystem(LabConfig().with_params({"reflect.reflector": "litellm"}), store=InMemoryStore(),
                        embedder=HashingEmbedder(dim=64)).open()
     assert type(llm.reflector).__name__ == "LiteLLMReflector"
+
+
+def test_rejected_reflection_does_not_block_the_next_failure(mem):
+    first = mem.reflect(_ep("f0", ["cancel_order"], outcome="failure", error_at=0))
+    assert first.rejection is not None and first.rejection.reason == "empty_counter_examples"  # nothing related
+    assert mem.get(first.record.id).attrs.get("reflected") is None
+    again = mem.reflect(_ep("f1", ["cancel_order"], outcome="failure", error_at=0, hours=1))
+    assert again.decision.reason == "strategy_failure"  # not a repeat: nothing was learnt from f0
+
+
+def test_compressed_text_keeps_errors_of_long_episodes():
+    from hindsight_lab.config import CompressConfig
+
+    tools = [f"get_thing_{i}" for i in range(200)] + ["cancel_order"]
+    ep = _ep("long", tools, outcome="failure", error_at=len(tools) - 1)
+    text = compress(ep, CompressConfig(max_tool_calls=200), ("get",)).to_text(600)
+    assert len(text) <= 600 and "error at step" in text and "order already shipped" in text
+    assert "get_thing_0(" in text and "cancel_order(" in text and "…" in text

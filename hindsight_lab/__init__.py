@@ -23,10 +23,11 @@ from .errors import (  # noqa: E402
     TraceFormatError,
     ValidationError,
 )
-from .memory import MaintenanceReport, MemorySystem, WriteResult  # noqa: E402
+from .memory import MaintenanceReport, MemorySystem  # noqa: E402
+from .reflect.pipeline import ReflectionOutcome  # noqa: E402
 from .retrieve.result import SearchResult  # noqa: E402
 from .trace import Episode  # noqa: E402
-from .types import Hit, Kind, Layer, MemoryRecord, ScoreTerms, Trigger  # noqa: E402
+from .types import Hit, Kind, Layer, MemoryRecord, ScoreTerms, Trigger, WriteResult  # noqa: E402
 
 __version__ = "0.1.0"
 
@@ -35,6 +36,6 @@ logging.getLogger(__name__).addHandler(logging.NullHandler())
 __all__ = [
     "ConfigError", "EmbeddingModelMismatch", "Episode", "Hit", "HindsightLabError", "Kind", "LabConfig", "Layer",
     "MaintenanceReport", "MemoryNotFound", "MemoryRecord", "MemorySystem", "MissingDependencyError",
-    "ReflectorError", "ScoreTerms", "SearchResult", "StoreError", "TraceFormatError", "Trigger", "ValidationError",
+    "ReflectionOutcome", "ReflectorError", "ScoreTerms", "SearchResult", "StoreError", "TraceFormatError", "Trigger", "ValidationError",
     "WriteResult", "__version__",
 ]

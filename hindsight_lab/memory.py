@@ -33,7 +33,7 @@ from .retrieve.rerank import rerank
 from .retrieve.result import SearchResult
 from .summary import derive_task_type, summarise
 from .trace import Episode
-from .types import Hit, Kind, MemoryRecord, ScoreTerms, new_id, utcnow
+from .types import Hit, Kind, MemoryRecord, ScoreTerms, WriteResult, new_id, utcnow
 from .working import WorkingMemory
 
 if TYPE_CHECKING:
@@ -42,16 +42,6 @@ if TYPE_CHECKING:
 logger = logging.getLogger(__name__)
 
 _FLUSH_AT = 256
-
-
-@dataclass(frozen=True, slots=True)
-class WriteResult:
-    """What a write did: ``created``, ``merged`` (into a candidate), ``confirmed`` (an L3 rule), and whether the
-    record it ended in was ``promoted`` to L3 by this write."""
-
-    action: str
-    record: MemoryRecord
-    promoted: bool = False
 
 
 @dataclass(frozen=True, slots=True)
@@ -198,6 +188,15 @@ class MemorySystem:
             raise MemoryNotFound(f"no memory with id {memory_id!r}")
         rec, emb = found[0]
         return self._pending.get(memory_id, rec), emb, bucket
+
+    def nearest_episodes(self, text: str, k: int, *, before: datetime | None = None) -> list[MemoryRecord]:
+        """The ``k`` stored episode records nearest to ``text`` by embedding (created no later than ``before``)."""
+        self._ready()
+        n = self._counts["episode"]
+        if k <= 0 or not n:
+            return []
+        found = self.store.query("episode", self.embedder.embed_query(text), min(n, k + 1 if before else k))
+        return [r for r, _, _ in found if before is None or r.created_at <= before][:k]
 
     def records(self, kind: Kind | str | None = None, *, archived: bool = False) -> list[MemoryRecord]:
         """All records of a kind (or every kind), optionally only the archived ones."""
@@ -395,7 +394,7 @@ class MemorySystem:
         eps = [self._as_episode(e, i) for i, e in enumerate(episodes)]
         given = list(task_types) if task_types is not None else [None] * len(eps)
         self.flush()
-        return self._reflection.run(eps, given, now)
+        return self._reflection.run(eps, given, self._now(now))
 
     def reflection_stats(self) -> dict[str, Any]:
         """Trigger rate and counts per decision reason, rejection reason, write action; promotions."""

@@ -7,10 +7,11 @@ import logging
 from collections import Counter
 from dataclasses import dataclass, field, replace
 from datetime import datetime
-from typing import TYPE_CHECKING, Any, Iterable, Sequence
+from typing import TYPE_CHECKING, Any, Iterable, Protocol, Sequence
 
+from ..config import LabConfig
 from ..errors import ValidationError
-from ..types import MemoryRecord
+from ..types import MemoryRecord, WriteResult
 from .compress import CompressedEpisode, compress
 from .schema import Reflection, Rejection
 from .triggers import TriggerDecision, TriggerPolicy
@@ -18,8 +19,22 @@ from .triggers import TriggerDecision, TriggerPolicy
 if TYPE_CHECKING:
     import pandas as pd
 
-    from ..memory import MemorySystem, WriteResult
     from ..trace import Episode
+
+
+class MemoryOps(Protocol):
+    """What the pipeline needs of a memory system (``MemorySystem`` provides it)."""
+
+    config_: LabConfig
+    store: Any
+
+    def nearest_episodes(self, text: str, k: int, *, before: datetime | None = None) -> list[MemoryRecord]: ...
+
+    def write(self, content: str, **fields: Any) -> WriteResult: ...
+
+    def _write_episode_records(self, eps: Sequence["Episode"], given: Sequence[str | None], now: datetime,
+                               compressed: Sequence[CompressedEpisode] | None = None,
+                               reflected: Sequence[str | None] | None = None) -> list[MemoryRecord]: ...
 
 logger = logging.getLogger(__name__)
 
@@ -35,7 +50,7 @@ class ReflectionOutcome:
     related: tuple[str, ...] = ()
     reflection: Reflection | None = None
     rejection: Rejection | None = None
-    write: "WriteResult | None" = None
+    write: WriteResult | None = None
 
     @property
     def promoted(self) -> bool:
@@ -95,7 +110,7 @@ def compressed_from_record(rec: MemoryRecord) -> CompressedEpisode:
 class ReflectionPipeline:
     """Owns the trigger policy and the reflector of one MemorySystem."""
 
-    def __init__(self, mem: "MemorySystem", reflector: Any) -> None:
+    def __init__(self, mem: MemoryOps, reflector: Any) -> None:
         self.mem = mem
         self.reflector = reflector
         self.policy = TriggerPolicy(mem.config_.reflect.triggers)
@@ -109,18 +124,10 @@ class ReflectionPipeline:
 
     def related(self, ep: "Episode", now: datetime, k: int) -> list[CompressedEpisode]:
         """Nearest earlier episodes by instruction embedding (a fixed rule, not the rerank)."""
-        mem = self.mem
-        if k <= 0 or not mem._counts["episode"]:
-            return []
-        q = mem.embedder.embed_query(ep.instruction)
-        out = []
-        for rec, _, _ in mem.store.query("episode", q, min(k + 1, mem._counts["episode"])):
-            if ep.episode_id in rec.source_episode_ids or rec.created_at > now:
-                continue
-            out.append(compressed_from_record(rec))
-        return out[:k]
+        found = self.mem.nearest_episodes(ep.instruction, k + 1, before=now)
+        return [compressed_from_record(r) for r in found if ep.episode_id not in r.source_episode_ids][:k]
 
-    def run(self, episodes: Sequence["Episode"], task_types: Sequence[str | None], now: datetime | None
+    def run(self, episodes: Sequence["Episode"], task_types: Sequence[str | None], now: datetime
             ) -> list[ReflectionOutcome]:
         """Decide and write every episode in order; reflections of a run go to the reflector in one batch.
 
@@ -131,7 +138,7 @@ class ReflectionPipeline:
         mem, cfg = self.mem, self.mem.config_
         staged = []
         for ep, tt in zip(episodes, task_types):
-            when = ep.started_at or mem._now(now)
+            when = ep.started_at or now
             comp = compress(ep, cfg.reflect.compress, cfg.episode.read_only_prefixes, task_type=tt)
             decision = self.policy.decide(comp, when)
             related = self.related(ep, when, cfg.reflect.related_k) if decision.reflect else []
@@ -164,7 +171,7 @@ class ReflectionPipeline:
             outcomes.append(ReflectionOutcome(ep.episode_id, decision, record, comp, rel_ids, answer, None, write))
         return outcomes
 
-    def _write_candidate(self, ep: "Episode", refl: Reflection, now: datetime) -> "WriteResult":
+    def _write_candidate(self, ep: "Episode", refl: Reflection, now: datetime) -> WriteResult:
         fields = dict(task_type=refl.task_type, domain=ep.domain, confidence=refl.confidence,
                       counter_examples=list(refl.counter_examples), source_episode_ids=[ep.episode_id], now=now)
         if refl.trigger:

@@ -1,7 +1,7 @@
 """A finished episode → the text and task_type of its one L2 episode record (DESIGN §2.1). No LLM involved.
 
-The summary keeps the instruction, the tool sequence, the decisive step (the first error, else the last tool call)
-and the outcome, bounded in length.
+The summary keeps the instruction, the tool sequence, the decisive step (the first error, else the last tool call),
+the outcome, and the recorded agent's own reflection when the trace has one, bounded in length.
 
 The task_type of an episode record comes only from what the agent did: the sorted set of the tools it called that
 change state, joined by ``+`` — a tool is taken to only read or talk when its name starts with one of the configured
@@ -69,6 +69,9 @@ def summarise(episode: Episode, max_chars: int = 600) -> str:
         decisive = f"last call {_call(calls[-1])}"
     outcome = episode.outcome + (f" ({episode.failure_cause})" if episode.failure_cause else "")
     tail = f" | tools: {tools} | {decisive + ' | ' if decisive else ''}outcome: {outcome}"
+    hindsight = episode.reflections()
+    if hindsight:  # what the recorded agent itself wrote after the episode (e.g. Reflexion)
+        tail += f" | hindsight: {_abbrev(' '.join(hindsight[-1].split()), 240)}"
     room = max(max_chars - len(tail), 40)
     instruction = " ".join(episode.instruction.split())
     if len(instruction) > room:

@@ -1,0 +1,234 @@
+"""The systems a replay puts side by side (DESIGN §6), behind one small interface.
+
+- ``none``: injects nothing.
+- ``dense``: every episode stored (its L2 episode text, the same text hindsight stores), vector top-k — the
+  "store everything" school.
+- ``bm25``: the same texts, BM25 top-k (``bm25s``).
+- ``hindsight``: this system, any config; after each episode, ``MemorySystem.reflect`` writes its record and
+  reflects where a trigger fires.
+
+All of them share the replay's ``top_k``, token budget, renderer and token counter: what they inject is rendered with
+the same :func:`~hindsight_lab.retrieve.inject.render_line` and cut by the same
+:func:`~hindsight_lab.retrieve.inject.fit_budget`.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any, Mapping, Protocol, Sequence
+
+import numpy as np
+
+from ..config import LabConfig
+from ..retrieve.inject import fit_budget
+from ..summary import summarise
+from ..trace import Episode
+from ..types import Kind, MemoryRecord
+
+
+@dataclass(frozen=True, slots=True)
+class Injected:
+    """One injected memory, as judged: its id, kind and the episodes it came from."""
+
+    memory_id: str
+    kind: str
+    source_episode_ids: tuple[str, ...]
+    tokens: int
+
+
+class ReplaySystem(Protocol):
+    name: str
+
+    def recall(self, query: str, now: datetime) -> list[Injected]: ...
+
+    def observe(self, episode: Episode, now: datetime) -> None: ...
+
+    def maintain(self, now: datetime) -> None: ...
+
+    def stored(self) -> list[tuple[str, tuple[str, ...]]]:
+        """``(memory_id, source_episode_ids)`` of every unarchived record (for oracle hit@k)."""
+
+    def counts(self) -> dict[str, int]: ...
+
+    def close(self) -> None: ...
+
+
+class NoMemory:
+    """The ``none`` baseline."""
+
+    def __init__(self, name: str = "none") -> None:
+        self.name = name
+
+    def recall(self, query: str, now: datetime) -> list[Injected]:
+        return []
+
+    def observe(self, episode: Episode, now: datetime) -> None:
+        pass
+
+    def maintain(self, now: datetime) -> None:
+        pass
+
+    def stored(self) -> list[tuple[str, tuple[str, ...]]]:
+        return []
+
+    def counts(self) -> dict[str, int]:
+        return {"L2": 0, "L3": 0}
+
+    def close(self) -> None:
+        pass
+
+
+class _EpisodeTexts:
+    """Shared by the store-everything baselines: one record per episode with hindsight's L2 episode text."""
+
+    def __init__(self, name: str, top_k: int, budget: int, count: Any, summary_chars: int) -> None:
+        self.name, self.top_k, self.budget, self.count, self.summary_chars = name, top_k, budget, count, summary_chars
+        self.records: list[MemoryRecord] = []
+
+    def _record(self, episode: Episode, now: datetime) -> MemoryRecord:
+        return MemoryRecord(id=f"epis-{len(self.records):012x}", kind=Kind.EPISODE,
+                            content=summarise(episode, self.summary_chars), source_episode_ids=(episode.episode_id,),
+                            created_at=episode.started_at or now)
+
+    def _inject(self, ranked: Sequence[int]) -> list[Injected]:
+        recs = [self.records[i] for i in ranked[: self.top_k]]
+        kept, tokens = fit_budget(recs, [False] * len(recs), self.budget, self.count)
+        return [Injected(recs[i].id, "episode", recs[i].source_episode_ids, tokens[i]) for i in kept]
+
+    def maintain(self, now: datetime) -> None:
+        pass
+
+    def stored(self) -> list[tuple[str, tuple[str, ...]]]:
+        return [(r.id, r.source_episode_ids) for r in self.records]
+
+    def counts(self) -> dict[str, int]:
+        return {"L2": len(self.records), "L3": 0}
+
+    def close(self) -> None:
+        pass
+
+
+class DenseTopK(_EpisodeTexts):
+    """The ``dense`` baseline: exact cosine top-k over the embeddings of the stored episode texts."""
+
+    def __init__(self, embedder: Any, **kw: Any) -> None:
+        super().__init__(**kw)
+        self.embedder = embedder
+        self._vectors: list[np.ndarray] = []
+
+    def recall(self, query: str, now: datetime) -> list[Injected]:
+        if not self.records:
+            return []
+        sims = np.stack(self._vectors) @ self.embedder.embed_query(query)
+        return self._inject(np.argsort(-sims, kind="stable"))
+
+    def observe(self, episode: Episode, now: datetime) -> None:
+        rec = self._record(episode, now)
+        self.records.append(rec)
+        self._vectors.append(self.embedder.embed([rec.content])[0])
+
+
+class BM25TopK(_EpisodeTexts):
+    """The ``bm25`` baseline over the same texts (``bm25s``, Lucene variant, English stopwords)."""
+
+    def __init__(self, **kw: Any) -> None:
+        super().__init__(**kw)
+        self._index: Any = None
+
+    def recall(self, query: str, now: datetime) -> list[Injected]:
+        import bm25s
+
+        if not self.records:
+            return []
+        if self._index is None:
+            self._index = bm25s.BM25()
+            self._index.index(bm25s.tokenize([r.content for r in self.records], show_progress=False),
+                              show_progress=False)
+        tokens = bm25s.tokenize([query], show_progress=False)
+        if not tokens.vocab:
+            return []
+        k = min(self.top_k, len(self.records))
+        docs, scores = self._index.retrieve(tokens, k=k, show_progress=False)
+        return self._inject([int(d) for d, s in zip(docs[0], scores[0]) if s > 0])
+
+    def observe(self, episode: Episode, now: datetime) -> None:
+        self.records.append(self._record(episode, now))
+        self._index = None  # bm25s indexes are static: rebuilt lazily at the next recall
+
+
+class Hindsight:
+    """This system on its own fresh store."""
+
+    def __init__(self, mem: Any, name: str = "hindsight", top_k: int = 10, reflect: bool = True) -> None:
+        self.name, self.mem, self.top_k, self.reflect = name, mem, top_k, reflect
+
+    def recall(self, query: str, now: datetime) -> list[Injected]:
+        res = self.mem.search(query, top_k=self.top_k, now=now)
+        return [Injected(h.id, h.record.kind.value, h.record.source_episode_ids, h.tokens) for h in res.hits]
+
+    def observe(self, episode: Episode, now: datetime) -> None:
+        if self.reflect:
+            self.mem.reflect(episode, now=now)
+        else:
+            self.mem.write_episode(episode, now=now)
+
+    def maintain(self, now: datetime) -> None:
+        self.mem.maintain(now)
+
+    def stored(self) -> list[tuple[str, tuple[str, ...]]]:
+        return [(r.id, r.source_episode_ids) for r in self.mem.records()]
+
+    def counts(self) -> dict[str, int]:
+        st = self.mem.stats()
+        return {"L2": st["L2"], "L3": st["L3"], "episodes": st["episodes"], "candidates": st["candidates"],
+                "rules": st["rules"], "archived": st["archived"]}
+
+    def close(self) -> None:
+        self.mem.close()
+
+
+def replay_config(cfg: LabConfig, *, top_k: int, token_budget: int, retrieval_effects: bool = False) -> LabConfig:
+    """A config as a replay runs it: the shared top_k and budget; retrieval-driven effects (archiving what was
+    not retrieved) off unless asked for (DESIGN §6)."""
+    return cfg.with_params({"retrieval.top_k": top_k, "retrieval.token_budget": token_budget,
+                            "decay.archive_unretrieved": bool(retrieval_effects and cfg.decay.archive_unretrieved)})
+
+
+BASELINES = ("none", "dense", "bm25")
+
+
+def build_systems(names: Sequence[str], *, config: LabConfig, embedder: Any, top_k: int, token_budget: int,
+                  root: str, configs: Mapping[str, LabConfig] | None = None, retrieval_effects: bool = False
+                  ) -> list[ReplaySystem]:
+    """Fresh systems for one replay. Names are ``none``, ``dense``, ``bm25``, ``hindsight`` or any name listed in
+    ``configs`` (several hindsight configs side by side); each hindsight system gets its own store under ``root``.
+    """
+    import uuid
+
+    from ..embed import TokenCounter
+    from ..memory import MemorySystem
+    from ..store.chroma import ChromaStore
+
+    counter = TokenCounter.for_embedder(embedder)
+    shared = dict(top_k=top_k, budget=token_budget, count=counter.count,
+                  summary_chars=config.episode.summary_max_chars)
+    out: list[ReplaySystem] = []
+    for name in names:
+        if name == "none":
+            out.append(NoMemory())
+        elif name == "dense":
+            out.append(DenseTopK(embedder, name="dense", **shared))
+        elif name == "bm25":
+            out.append(BM25TopK(name="bm25", **shared))
+        elif name == "hindsight" or (configs and name in configs):
+            cfg = replay_config((configs or {}).get(name, config), top_k=top_k, token_budget=token_budget,
+                                retrieval_effects=retrieval_effects)
+            store = ChromaStore(namespace=f"{name[:20]}-{uuid.uuid4().hex[:8]}",
+                                path=f"{root}/{name}-{uuid.uuid4().hex[:8]}")
+            mem = MemorySystem(cfg, store=store, embedder=embedder).open()
+            out.append(Hindsight(mem, name=name, top_k=top_k))
+        else:
+            known = list(BASELINES) + ["hindsight"] + sorted(configs or {})
+            raise ValueError(f"unknown system {name!r}; expected one of {known}")
+    return out

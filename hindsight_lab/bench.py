@@ -4,8 +4,8 @@ Everything is measured in one run on real text embedded with the real model (HNS
 nothing), with the query cache off and distinct query texts that are not in the corpus:
 
 - **search**: for each store size, a fresh process opens the store and times :meth:`MemorySystem.search` against
-  the raw baseline, ``embed_query`` + one ``collection.query(n_results=20)`` on the episodes collection (the order
-  alternates per query); its peak RSS is the search process's.
+  the raw baseline, ``embed_query`` + one ``collection.query(n_results=20)`` on the episodes collection, in
+  alternating blocks of the same queries; its peak RSS is the search process's.
 - **recall@20**: Chroma's top 20 from the raw query against the exact top 20 of a numpy scan of the stored vectors.
 - **write**: :meth:`MemorySystem.write_episodes` in batches, embedding included, against ``embed`` + ``add`` on a
   raw collection with the same HNSW settings.
@@ -52,6 +52,7 @@ logger = logging.getLogger(__name__)
 GENERATOR_VERSION = 1
 CORPUS_SEED, QUERY_SEED, WRITE_SEED = 1, 2, 3
 TOP_N, WARMUP, WRITE_BATCH, FILL_BATCH = 20, 5, 64, 5000
+_BLOCK, _PAUSE_S = 20, 0.3  # search-vs-raw timing: queries per block, pause between blocks
 TARGETS = {"search_ratio": 1.5, "growth": 1.3, "recall": 0.95, "write_ratio": 0.7, "peak_rss_mb": 1536.0}
 
 # --------------------------------------------------------------------------------------------------- corpus
@@ -327,18 +328,24 @@ def search_worker(spec: dict[str, Any]) -> dict[str, Any]:
     for q in spec["warmup"]:
         mem.search(q)
         raw(q)
+    # Blocks, not per-query interleaving: a search leaves side effects (e.g. BLAS threads still spinning after the
+    # rerank's matmul) that would slow a raw query run right after it and hide the search's own cost. The pause
+    # lets them settle; alternating which side goes first in a block spreads drift in machine load evenly.
     search_ms, raw_ms, ids, vecs = [], [], [], []
-    for i, q in enumerate(spec["queries"]):
-        for which in ((0, 1) if i % 2 == 0 else (1, 0)):
-            t = time.perf_counter()
-            if which == 0:
-                mem.search(q)
-                search_ms.append((time.perf_counter() - t) * 1000)
-            else:
-                got, v = raw(q)
-                raw_ms.append((time.perf_counter() - t) * 1000)
-                ids.append(got)
-                vecs.append(v.tolist())
+    queries = spec["queries"]
+    for b, lo in enumerate(range(0, len(queries), _BLOCK)):
+        for side in ((0, 1) if b % 2 == 0 else (1, 0)):
+            time.sleep(_PAUSE_S)
+            for q in queries[lo:lo + _BLOCK]:
+                t = time.perf_counter()
+                if side == 0:
+                    mem.search(q)
+                    search_ms.append((time.perf_counter() - t) * 1000)
+                else:
+                    got, v = raw(q)
+                    raw_ms.append((time.perf_counter() - t) * 1000)
+                    ids.append(got)
+                    vecs.append(v.tolist())
     peak_mb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
     rss_mb = psutil.Process().memory_info().rss / 2**20
     mem.close()

@@ -47,6 +47,9 @@ class EmbedderConfig(_Section):
     """Texts per encoding batch."""
     query_cache_size: int = Field(1024, ge=0)
     """LRU cache size for repeated query embeddings; 0 turns the cache off."""
+    threads: int = Field(1, ge=0)
+    """Torch intra-op threads, set when the model loads (0: torch's default). One thread avoids the stalls of
+    spin-waiting threads on a busy machine and suits a server answering concurrent requests."""
 
 
 class HnswConfig(_Section):

@@ -90,7 +90,7 @@ class MemorySystem:
         if self.embedder is None:
             e = self.config_.embedder
             self.embedder = make_embedder(e.model, device=e.device, batch_size=e.batch_size,
-                                          query_cache_size=e.query_cache_size)
+                                          query_cache_size=e.query_cache_size, threads=e.threads)
         if self.store is None:
             self.store = ChromaStore.from_config(self.config_.store)
         self.tokens_ = TokenCounter.for_embedder(self.embedder)

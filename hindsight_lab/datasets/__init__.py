@@ -1,32 +1,52 @@
 """Adapters from recorded traces into the trace format (DESIGN §5), and :func:`load`, which picks one.
 
-Formats: ``jsonl`` (the project's own, :mod:`.jsonl`) and ``tau-bench`` (historical trajectories,
-:mod:`.tau_bench`).
+Formats: ``jsonl`` (the project's own, :mod:`.jsonl`), ``tau-bench`` (historical trajectories,
+:mod:`.tau_bench`), ``reflexion-hotpotqa`` (Reflexion's HotpotQA text logs, :mod:`.reflexion`) and ``locomo``
+(LoCoMo conversations, :mod:`.locomo`). LoCoMo is a conversation dataset, not a trace of episodes: its turns are
+memories and its questions are the queries, replayed one conversation at a time (DESIGN §6). :func:`load` therefore
+refuses it and points to :func:`read_locomo`, so that no caller can replay its turns as queries by accident.
 
 Examples:
     >>> episodes, stats = load("traces.jsonl", strict=False)  # doctest: +SKIP
     >>> episodes, _ = load("../shared/datasets/tau-bench/gpt-4o-airline.dev.json", limit_tasks=3)  # doctest: +SKIP
+    >>> conversations = read_locomo("../shared/datasets/locomo/locomo10.dev.json")  # doctest: +SKIP
 """
 
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 from typing import Any
 
 from ..errors import ConfigError, TraceFormatError
 from ..trace import Episode
 from .jsonl import DEFAULT_MAX_LINE_BYTES, ReadStats, load_episodes, read_jsonl, write_jsonl
+from .locomo import LocomoConversation, LocomoQuestion, LocomoTurn, describe_locomo, read_locomo, turn_to_episode
+from .reflexion import ReflexionCounts, describe_reflexion, read_reflexion_hotpotqa
 from .tau_bench import read_tau_bench
 
-__all__ = ["DEFAULT_MAX_LINE_BYTES", "FORMATS", "ReadStats", "detect_format", "load", "load_episodes",
-           "read_jsonl", "read_tau_bench", "write_jsonl"]
+__all__ = ["CONVERSATION_FORMATS", "DEFAULT_MAX_LINE_BYTES", "FORMATS", "LocomoConversation", "LocomoQuestion", "LocomoTurn", "ReadStats",
+           "ReflexionCounts", "describe_locomo", "describe_reflexion", "detect_format", "load", "load_episodes",
+           "read_jsonl", "read_locomo", "read_reflexion_hotpotqa", "read_tau_bench", "turn_to_episode",
+           "write_jsonl"]
 
-FORMATS = ("jsonl", "tau-bench")
-"""The formats :func:`load` reads."""
+FORMATS = ("jsonl", "tau-bench", "reflexion-hotpotqa", "locomo")
+"""The formats :func:`detect_format` recognises; :func:`load` reads every one but ``locomo`` (see
+:data:`CONVERSATION_FORMATS`)."""
+
+CONVERSATION_FORMATS = ("locomo",)
+"""Formats of conversations with questions, not episodes: read with :func:`read_locomo`, never by :func:`load`."""
 
 _SNIFF_BYTES = 1024 * 1024
 _SNIFF_MAX = 64 * 1024 * 1024
+_TEXT_HEAD_BYTES = 4096
+_REFLEXION_HEAD = re.compile(r"^BEGIN TRIAL \d+\s*$", re.MULTILINE)
+
+
+def _head(path: Path) -> str:
+    with path.open("rb") as fh:
+        return fh.read(_TEXT_HEAD_BYTES).decode("utf-8-sig", errors="ignore")
 
 
 def _first_line(path: Path) -> str | None:
@@ -61,10 +81,12 @@ def _first_item(path: Path) -> Any:
 
 
 def detect_format(path: str | Path) -> str | None:
-    """``"jsonl"``, ``"tau-bench"`` or None, from the file itself.
+    """``"jsonl"``, ``"tau-bench"``, ``"reflexion-hotpotqa"``, ``"locomo"`` or None, from the file itself.
 
     ``jsonl``: a ``.jsonl`` file whose first non-blank line is an object with ``episode_id``. ``tau-bench``: a JSON
-    list whose first item has ``traj``, ``info`` and ``task_id``.
+    list whose first item has ``traj``, ``info`` and ``task_id``. ``locomo``: a JSON list whose first item has
+    ``sample_id``, ``conversation`` and ``qa``. ``reflexion-hotpotqa``: a text file with a ``BEGIN TRIAL n`` line in
+    its first 4 KiB.
 
     Examples:
         >>> detect_format("../shared/datasets/tau-bench/gpt-4o-airline.dev.json")  # doctest: +SKIP
@@ -80,9 +102,14 @@ def detect_format(path: str | Path) -> str | None:
         except json.JSONDecodeError:
             return None
         return "jsonl" if isinstance(first, dict) and "episode_id" in first else None
+    head = _head(path).lstrip()
+    if head and not head.startswith("["):  # text, not a JSON list
+        return "reflexion-hotpotqa" if _REFLEXION_HEAD.search(head) else None
     item = _first_item(path)
     if isinstance(item, dict) and {"traj", "info", "task_id"} <= item.keys():
         return "tau-bench"
+    if isinstance(item, dict) and {"sample_id", "conversation", "qa"} <= item.keys():
+        return "locomo"
     return None
 
 
@@ -93,14 +120,15 @@ def load(path: str | Path, format: str = "auto", *, strict: bool = True, limit_t
     Args:
         path: the file.
         format: ``"auto"`` (:func:`detect_format`; a ``.jsonl`` file it cannot place is read as jsonl, so its
-            first bad line is reported), ``"jsonl"`` or ``"tau-bench"``.
+            first bad line is reported), ``"jsonl"``, ``"tau-bench"`` or ``"reflexion-hotpotqa"``. A LoCoMo file
+            (``"locomo"``, given or detected) is refused: read it with :func:`read_locomo`.
         strict: jsonl only: raise on the first invalid line (else skip and count it).
         limit_tasks: keep the episodes of the first N task_ids (all their attempts), in file order.
         domain: tau-bench only: the domain when the data does not say.
         **kw: passed on to :func:`load_episodes` (``max_line_bytes``, ``max_errors``).
 
     Raises:
-        ConfigError: an unknown ``format``.
+        ConfigError: an unknown ``format``, or a conversation dataset (LoCoMo), which holds no episodes to load.
         TraceFormatError: the format cannot be detected, or the file is invalid in it.
     """
     path = Path(path)
@@ -113,12 +141,21 @@ def load(path: str | Path, format: str = "auto", *, strict: bool = True, limit_t
         fmt = detect_format(path) or ("jsonl" if path.suffix.lower() == ".jsonl" else None)
         if fmt is None:
             raise TraceFormatError("cannot tell the trace format: expected a .jsonl file of episodes (one object "
-                                   "with episode_id per line) or a tau-bench JSON list of {task_id, trial, reward, "
-                                   f"info, traj}}; pass format= one of {list(FORMATS)}", path=str(path))
+                                   "with episode_id per line), a tau-bench JSON list of {task_id, trial, reward, "
+                                   "info, traj}, a Reflexion HotpotQA text log (BEGIN TRIAL n …) or a LoCoMo JSON "
+                                   f"list of {{sample_id, conversation, qa}}; pass format= one of {list(FORMATS)}",
+                                   path=str(path))
+    if fmt in CONVERSATION_FORMATS:
+        raise ConfigError(f"format: {path} is LoCoMo, a conversation dataset (turns to remember, questions to ask "
+                          "afterwards), not a trace of episodes; read it with "
+                          "hindsight_lab.datasets.read_locomo(path) and replay it one conversation at a time "
+                          "(hindsight_lab.replay.engine.run_conversations with to_episode=turn_to_episode)")
     if fmt == "jsonl":
         episodes, stats = load_episodes(path, strict=strict, **kw)
         if limit_tasks is not None:
             keep = list(dict.fromkeys(e.task_id or e.episode_id for e in episodes))[:limit_tasks]
             episodes = [e for e in episodes if (e.task_id or e.episode_id) in set(keep)]
         return episodes, stats
+    if fmt == "reflexion-hotpotqa":
+        return read_reflexion_hotpotqa(path, limit_tasks=limit_tasks), None
     return read_tau_bench(path, domain=domain, limit_tasks=limit_tasks), None

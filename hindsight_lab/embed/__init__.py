@@ -22,7 +22,7 @@ logger = logging.getLogger(__name__)
 
 
 def make_embedder(model: str, *, device: str = "cpu", batch_size: int = 64, query_cache_size: int = 1024,
-                  normalize: bool = True) -> HashingEmbedder | SentenceTransformerEmbedder:
+                  normalize: bool = True, threads: int = 1) -> HashingEmbedder | SentenceTransformerEmbedder:
     """Build the embedder a config names.
 
     ``"hashing"`` or ``"hashing-<dim>"`` gives a :class:`HashingEmbedder` (dim 256 by default; ``device``,
@@ -34,6 +34,7 @@ def make_embedder(model: str, *, device: str = "cpu", batch_size: int = 64, quer
         batch_size: Texts per forward pass.
         query_cache_size: Size of the LRU query cache; 0 disables it.
         normalize: L2-normalise sentence-transformers embeddings.
+        threads: torch intra-op threads set when the model loads (0: torch's default).
 
     Raises:
         ConfigError: ``model`` is not a string, or ``"hashing-..."`` does not end in a positive integer.
@@ -53,4 +54,4 @@ def make_embedder(model: str, *, device: str = "cpu", batch_size: int = 64, quer
                               f"(e.g. 'hashing-256'), got {model!r}")
         return HashingEmbedder(dim=int(match[1] or 256), query_cache_size=query_cache_size)
     return SentenceTransformerEmbedder(model, device=device, batch_size=batch_size,
-                                       query_cache_size=query_cache_size, normalize=normalize)
+                                       query_cache_size=query_cache_size, normalize=normalize, threads=threads)

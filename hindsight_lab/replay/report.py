@@ -1,0 +1,203 @@
+"""Judging a replay and reporting it: one set of judgements for every system, metrics with bootstrap intervals and
+paired randomization tests against ``hindsight``, a per-episode DataFrame, plots, and ``save(dir)``."""
+
+from __future__ import annotations
+
+import json
+import math
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Mapping, Sequence
+
+import numpy as np
+
+from ..metrics import Judgements, aggregate, bootstrap_ci, evaluate, hit_rate, paired_randomization_test
+from .engine import ReplayRun
+
+if TYPE_CHECKING:
+    import pandas as pd
+
+METRICS: tuple[str, ...] = ("ndcg@3", "ndcg@5", "ndcg@10", "hit@3", "hit@5", "hit@10", "recall@3", "recall@5",
+                            "recall@10", "precision@5", "precision_filled@5", "mrr", "fill@10", "r_precision")
+HEADLINE: tuple[str, ...] = ("ndcg@5", "hit@3", "hit@5", "recall@10")
+
+
+@dataclass
+class ReplayReport:
+    """Metrics (``metrics.json`` shape), the per-episode table, and the raw run."""
+
+    metrics: dict[str, Any]
+    per_episode: "pd.DataFrame"
+    run: ReplayRun
+    judgements: Judgements = field(repr=False)
+
+    @property
+    def systems(self) -> list[str]:
+        return list(self.metrics["systems"])
+
+    def table(self, metrics: Sequence[str] = HEADLINE) -> "pd.DataFrame":
+        """Systems × metrics, each cell ``mean [low, high]`` where an interval was computed."""
+        import pandas as pd
+
+        rows = {}
+        for name, values in self.metrics["systems"].items():
+            row = {}
+            for m in metrics:
+                ci = self.metrics["intervals"].get(name, {}).get(m)
+                row[m] = f"{values[m]:.3f} [{ci[1]:.3f}, {ci[2]:.3f}]" if ci else f"{values[m]:.3f}"
+            for extra in ("hit_rate", "oracle_hit@10", "tokens_median", "tokens_p95"):
+                if extra in values:
+                    row[extra] = round(values[extra], 3) if isinstance(values[extra], float) else values[extra]
+            p = self.metrics["tests"].get(name, {}).get(metrics[0])
+            if p is not None:
+                row[f"p({metrics[0]} vs hindsight)"] = round(p, 4)
+            rows[name] = row
+        return pd.DataFrame.from_dict(rows, orient="index")
+
+    # ------------------------------------------------------------------ plots
+    def plot_hits_over_time(self, k: int = 5, window: int = 20, ax: Any = None) -> Any:
+        import matplotlib.pyplot as plt
+
+        ax = ax or plt.subplots(figsize=(8, 4))[1]
+        col = f"hit@{k}"
+        for name, frame in self.per_episode.groupby("system", sort=False):
+            series = frame.sort_values("order")[col].rolling(window, min_periods=1).mean()
+            ax.plot(frame.sort_values("order")["order"], series, label=name)
+        ax.set(xlabel="query (replay order)", ylabel=f"{col}, rolling mean of {window}", title=f"{col} over time")
+        ax.legend()
+        return ax
+
+    def plot_memory(self, ax: Any = None) -> Any:
+        import matplotlib.pyplot as plt
+        import pandas as pd
+
+        ax = ax or plt.subplots(figsize=(8, 4))[1]
+        mem = pd.DataFrame(self.run.memory)
+        x = "order" if "order" in mem else None
+        for name, frame in mem.groupby("system", sort=False):
+            for layer in ("L2", "L3"):
+                if layer in frame and frame[layer].any():
+                    ax.plot(frame[x] if x else range(len(frame)), frame[layer], label=f"{name} {layer}")
+        ax.set(xlabel="episode" if x else "conversation", ylabel="records", title="memory per layer over time")
+        ax.legend()
+        return ax
+
+    def plot_tokens(self, ax: Any = None) -> Any:
+        import matplotlib.pyplot as plt
+
+        ax = ax or plt.subplots(figsize=(8, 4))[1]
+        names = [n for n in self.systems if n != "none"]
+        data = [self.per_episode.loc[self.per_episode["system"] == n, "tokens"] for n in names]
+        ax.boxplot(data, tick_labels=names)
+        ax.set(ylabel="injected tokens per query", title="injected-token distribution")
+        return ax
+
+    def plot_success(self, window: int = 20, ax: Any = None) -> Any:
+        import matplotlib.pyplot as plt
+        import pandas as pd
+
+        ax = ax or plt.subplots(figsize=(8, 4))[1]
+        out = pd.DataFrame(self.run.outcomes)
+        if len(out):
+            ax.plot(out["order"], (out["outcome"] == "success").rolling(window, min_periods=1).mean())
+        ax.set(xlabel="episode", ylabel=f"success, rolling mean of {window}", title="recorded success trend")
+        return ax
+
+    def save(self, folder: str | Path) -> Path:
+        """Write ``metrics.json``, ``episodes.csv`` and the four plots as PNG files."""
+        import matplotlib
+
+        matplotlib.use("Agg", force=False)
+        import matplotlib.pyplot as plt
+
+        folder = Path(folder)
+        folder.mkdir(parents=True, exist_ok=True)
+        (folder / "metrics.json").write_text(json.dumps(self.metrics, indent=2, default=str), encoding="utf-8")
+        self.per_episode.to_csv(folder / "episodes.csv", index=False)
+        for name, draw in (("hits_over_time", self.plot_hits_over_time), ("memory", self.plot_memory),
+                           ("tokens", self.plot_tokens), ("success", self.plot_success)):
+            fig, ax = plt.subplots(figsize=(8, 4))
+            draw(ax=ax)
+            fig.tight_layout()
+            fig.savefig(folder / f"{name}.png", dpi=110)
+            plt.close(fig)
+        return folder
+
+
+def judge(run: ReplayRun, judgements: Judgements, dataset: Mapping[str, Any], *,
+          metrics: Sequence[str] = METRICS, reference: str = "hindsight", seed: int = 0,
+          n_resamples: int = 2000) -> ReplayReport:
+    """Score every system's injected lists with the same judgements; intervals resample whole groups."""
+    import pandas as pd
+
+    qset = list(judgements.query_ids)
+    if not qset:
+        raise ValueError("the replay has an empty query set: no episode has an earlier relevant one")
+    n_rel = {q: judgements.n_relevant(q) for q in qset}
+    kmax = max(int(m.split("@")[1]) for m in metrics if "@" in m)
+    ideals = {q: judgements.ideal(q, kmax) for q in qset}
+    systems: dict[str, Any] = {}
+    per_query: dict[str, dict[str, dict[str, float]]] = {}
+    groups: dict[str, str] = {}
+    rows = []
+    by_system: dict[str, list[Any]] = {}
+    for rec in run.queries:
+        by_system.setdefault(rec.system, []).append(rec)
+    for name in run.systems:
+        recs = [r for r in by_system.get(name, []) if r.query_id in n_rel]
+        grades, credits, store_rel, injected_grades, tokens, oracle = {}, {}, {}, {}, {}, {}
+        for r in recs:
+            judged = judgements.judge_list(r.query_id, r.injected)
+            grades[r.query_id], credits[r.query_id] = list(judged.grades), list(judged.relevant_credits)
+            injected_grades[r.query_id] = list(judged.grades)
+            stored = r.stored or []
+            store_rel[r.query_id] = judgements.n_store_relevant(r.query_id, stored)
+            oracle[r.query_id] = float(store_rel[r.query_id] > 0)
+            tokens[r.query_id] = sum(i.tokens for i in r.injected)
+            groups[r.query_id] = r.group or r.query_id
+        values = evaluate(grades, ideals, n_rel, metrics, credits=credits, n_store_relevant=store_rel)
+        values["oracle_hit@10"] = {q: oracle.get(q, 0.0) for q in qset}
+        per_query[name] = values
+        summary = aggregate(values)
+        rate = hit_rate(injected_grades)
+        tok = np.array([tokens.get(q, 0) for q in qset], dtype=float)
+        summary.update(hit_rate=rate.rate, empty_queries=rate.empty_queries, queries=len(qset),
+                       tokens_median=float(np.median(tok)), tokens_p95=float(np.percentile(tok, 95)),
+                       latency_p50_ms=float(np.median([r.latency_s for r in recs]) * 1000) if recs else 0.0)
+        if name in run.reflection:
+            refl = run.reflection[name]
+            summary.update(trigger_rate=refl["trigger_rate"], reflections=refl["reflections"],
+                           promotions=refl["promotions"], trigger_reasons=refl["decisions"])
+            summary["reuse_rate"] = _reuse_rate(run, name)
+        bad = [m for m, v in summary.items() if isinstance(v, float) and math.isnan(v)]
+        if bad:
+            raise ValueError(f"system {name!r}: NaN metrics {bad}")
+        systems[name] = summary
+        for r in recs:
+            row = {"system": name, "query_id": r.query_id, "order": r.order, "at": r.at, "group": r.group,
+                   "injected": len(r.injected), "tokens": tokens[r.query_id], "latency_ms": r.latency_s * 1000,
+                   "kinds": "+".join(i.kind for i in r.injected)}
+            row.update({m: per_query[name][m][r.query_id] for m in per_query[name]})
+            rows.append(row)
+    intervals = {name: {m: list(bootstrap_ci(per_query[name][m], groups, n_resamples=n_resamples, seed=seed))
+                        for m in HEADLINE if m in per_query[name]} for name in per_query}
+    tests: dict[str, dict[str, float]] = {}
+    if reference in per_query:
+        for name in per_query:
+            if name != reference:
+                tests[name] = {m: paired_randomization_test(per_query[name][m], per_query[reference][m], groups,
+                                                            seed=seed)
+                               for m in HEADLINE if m in per_query[name]}
+    metrics_json = {"dataset": dict(dataset), "systems": systems, "intervals": intervals, "tests": tests,
+                    "timing": run.timing, "reference": reference,
+                    "judging": {"queries": len(qset), "groups": len(set(groups.values())), "seed": seed,
+                                "n_resamples": n_resamples}}
+    return ReplayReport(metrics_json, pd.DataFrame(rows), run, judgements)
+
+
+def _reuse_rate(run: ReplayRun, name: str) -> float:
+    """Share of the L3 rules in the final store that were injected at least once."""
+    injected = {i.memory_id for r in run.queries if r.system == name for i in r.injected if i.kind == "rule"}
+    last = [row for row in run.memory if row["system"] == name]
+    rules = last[-1].get("rules", 0) if last else 0
+    return min(1.0, len(injected) / rules) if rules else 0.0

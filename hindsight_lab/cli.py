@@ -107,6 +107,31 @@ def _cmd_reflect(args: argparse.Namespace) -> int:
     return 0
 
 
+def _cmd_replay(args: argparse.Namespace) -> int:
+    import pandas as pd
+
+    from .replay.runner import run_replay
+
+    cfg = _load_config(args)
+    systems = [s.strip() for s in args.systems.split(",") if s.strip()]
+    report = run_replay(args.dataset, format=args.format, systems=systems, config=cfg, top_k=args.top_k,
+                        limit=args.limit, skip_invalid=args.skip_invalid, show_progress=True, seed=args.seed)
+    ds = report.metrics["dataset"]
+    print(f"{ds['name']} ({ds['format']}): {ds['n_episodes']} episodes, {report.metrics['judging']['queries']} "
+          f"queries in {report.metrics['judging']['groups']} groups; order: {ds['order']}; clock: {ds['clock']}; "
+          f"top_k {ds['top_k']}, budget {ds['token_budget']} tokens; retrieval effects {ds['retrieval_effects']}")
+    with pd.option_context("display.width", 220, "display.max_columns", 20):
+        print(report.table().to_string())
+    for name, refl in ((n, v) for n, v in report.metrics["systems"].items() if "trigger_rate" in v):
+        print(f"{name}: trigger rate {refl['trigger_rate']:.3f} {refl['trigger_reasons']}, "
+              f"promotions {refl['promotions']}, reuse rate {refl['reuse_rate']:.3f}")
+    timing = report.metrics["timing"]
+    print("timing (s): " + ", ".join(f"{k} {v:.1f}" for k, v in timing.items()))
+    if args.out:
+        print(f"report written to {report.save(args.out)}")
+    return 0
+
+
 def _cmd_reembed(args: argparse.Namespace) -> int:
     from .memory import MemorySystem
 
@@ -141,7 +166,7 @@ def _build_parser() -> argparse.ArgumentParser:
 
     reflect = sub.add_parser("reflect", help="write recorded episodes and reflect where a trigger fires")
     reflect.add_argument("traces", help="trace file (JSONL trace format, or tau-bench historical trajectories)")
-    reflect.add_argument("--format", default="auto", choices=["auto", "jsonl", "tau-bench"])
+    reflect.add_argument("--format", default="auto", choices=["auto", "jsonl", "tau-bench", "reflexion-hotpotqa"])
     reflect.add_argument("--reflector", choices=["heuristic", "litellm"], help="overrides reflect.reflector")
     reflect.add_argument("--model", help="LiteLLM model string for --reflector litellm (reflect.llm.model)")
     reflect.add_argument("--api-base", help="OpenAI-compatible server URL for the LiteLLM reflector")
@@ -153,6 +178,20 @@ def _build_parser() -> argparse.ArgumentParser:
     reflect.add_argument("--config", help="LabConfig YAML file")
     reflect.add_argument("--set", action="append", metavar="KEY=VALUE", help="dotted config override (repeatable)")
     reflect.set_defaults(func=_cmd_reflect)
+
+    replay = sub.add_parser("replay", help="replay recorded traces through memory systems side by side")
+    replay.add_argument("dataset", help="trace file: JSONL, tau-bench, Reflexion HotpotQA log or LoCoMo JSON")
+    replay.add_argument("--format", default="auto",
+                        choices=["auto", "jsonl", "tau-bench", "reflexion-hotpotqa", "locomo"])
+    replay.add_argument("--systems", default="none,dense,bm25,hindsight", help="comma-separated system names")
+    replay.add_argument("--top-k", type=int, default=10, help="shared by every system (the largest k reported)")
+    replay.add_argument("--limit", type=int, help="keep the first N whole tasks (or conversations)")
+    replay.add_argument("--skip-invalid", action="store_true", help="skip and count invalid JSONL lines")
+    replay.add_argument("--seed", type=int, default=0, help="seed of the bootstrap and randomization tests")
+    replay.add_argument("--out", help="folder for metrics.json, episodes.csv and the plots")
+    replay.add_argument("--config", help="LabConfig YAML file for the hindsight system")
+    replay.add_argument("--set", action="append", metavar="KEY=VALUE", help="dotted config override (repeatable)")
+    replay.set_defaults(func=_cmd_replay)
 
     reembed = sub.add_parser("reembed", help="rebuild every vector of a store with the configured embedding model")
     reembed.add_argument("--store", required=True, help="folder of an embedded store, or a Chroma server URL")

@@ -50,6 +50,7 @@ from datetime import datetime, timedelta, timezone
 from pathlib import Path
 from typing import Any, Iterable
 
+from ._io import read_json_list
 from ..errors import ConfigError, TraceFormatError
 from ..trace import Episode
 
@@ -253,20 +254,7 @@ def turn_to_episode(turn: LocomoTurn, *, image_captions: bool = True) -> Episode
 
 
 def _read(path: Path) -> list[Any]:
-    name = str(path)
-    try:
-        text = path.read_bytes().decode("utf-8-sig")
-    except UnicodeDecodeError as exc:
-        raise TraceFormatError(f"not UTF-8: {exc.reason} at byte {exc.start}", path=name) from None
-    try:
-        data = json.loads(text)
-    except json.JSONDecodeError as exc:
-        raise TraceFormatError(f"invalid JSON: {exc.msg} at column {exc.colno}", path=name,
-                               line=exc.lineno) from None
-    if not isinstance(data, list):
-        raise TraceFormatError(f"expected a JSON list of LoCoMo samples {{sample_id, conversation, qa}}, got "
-                               f"{type(data).__name__}", path=name)
-    return data
+    return read_json_list(path, "LoCoMo samples {sample_id, conversation, qa}")
 
 
 def _answer_text(value: Any) -> str | None:

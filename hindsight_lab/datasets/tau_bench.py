@@ -37,6 +37,7 @@ from typing import Any
 
 from pydantic import ValidationError as PydanticError
 
+from ._io import read_json_list
 from ..errors import ConfigError, TraceFormatError
 from ..trace import Episode
 
@@ -192,19 +193,7 @@ def _sort_key(task_id: Any) -> tuple[int, Any]:
 
 
 def _read(path: Path) -> list[Any]:
-    name = str(path)
-    try:
-        text = path.read_bytes().decode("utf-8")
-    except UnicodeDecodeError as exc:
-        raise TraceFormatError(f"not UTF-8: {exc.reason} at byte {exc.start}", path=name) from None
-    try:
-        data = json.loads(text)
-    except json.JSONDecodeError as exc:
-        raise TraceFormatError(f"invalid JSON: {exc.msg} at column {exc.colno}", path=name,
-                               line=exc.lineno) from None
-    if not isinstance(data, list):
-        raise TraceFormatError(f"expected a JSON list of tau-bench runs, got {type(data).__name__}", path=name)
-    return data
+    return read_json_list(path, "tau-bench runs")
 
 
 def read_tau_bench(path: str | Path, *, domain: str | None = None, limit_tasks: int | None = None

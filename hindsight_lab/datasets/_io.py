@@ -1,0 +1,26 @@
+"""Reading helpers shared by the adapters."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+from ..errors import TraceFormatError
+
+
+def read_json_list(path: Path, what: str) -> list[Any]:
+    """A whole JSON file that must hold a list; errors name the file (and line) and say what was expected."""
+    name = str(path)
+    try:
+        text = path.read_bytes().decode("utf-8-sig")
+    except UnicodeDecodeError as exc:
+        raise TraceFormatError(f"not UTF-8: {exc.reason} at byte {exc.start}", path=name) from None
+    try:
+        data = json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise TraceFormatError(f"invalid JSON: {exc.msg} at column {exc.colno}", path=name,
+                               line=exc.lineno) from None
+    if not isinstance(data, list):
+        raise TraceFormatError(f"expected a JSON list of {what}, got {type(data).__name__}", path=name)
+    return data

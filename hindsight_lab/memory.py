@@ -429,7 +429,9 @@ class MemorySystem:
         embs = cands.matrix()
         forced = cands.forced
         w = cfg.weights
-        ranked = rerank(features(cands, now, cfg.recency_half_life_days), embs @ embs.T,
+        # einsum, not the @ of a threaded BLAS: its spinning worker threads slowed the next query encoding ~2x on
+        # a busy 2-core machine (bench profile); the matrix is at most a few dozen rows
+        ranked = rerank(features(cands, now, cfg.recency_half_life_days), np.einsum("ik,jk->ij", embs, embs),
                         (w.semantic, w.task_type, w.confidence, w.recency, w.redundancy),
                         top_k=k, min_score=cfg.min_score, forced=forced, max_forced=cfg.max_triggered)
 
@@ -441,7 +443,7 @@ class MemorySystem:
         hits = [Hit(cands.records[i], tuple(cands.paths[i]), ScoreTerms(*map(float, ranked.terms[pos])),
                     forced=bool(forced[i]), tokens=line_tokens[pos + len(working)])
                 for pos, i in enumerate(ranked.order) if pos + len(working) in kept_set]
-        injection = render([ordered[j] for j in kept], self.tokens_.count)
+        injection = render([ordered[j] for j in kept], self.tokens_.count, [line_tokens[j] for j in kept])
         if cfg.track_retrievals:
             self._track(hits, cands, query, task_id, now)
         return SearchResult(query, cands.task_type, cands.task_type_source, float(cands.task_type_share), hits,

@@ -9,8 +9,9 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from hindsight_lab.bench import generate, make_episode, recall_at
+from hindsight_lab.bench import corpus_embeddings, generate, make_episode, recall_at
 from hindsight_lab.cli import main
+from hindsight_lab.embed import HashingEmbedder
 from hindsight_lab.summary import derive_task_type
 from hindsight_lab.trace import Episode
 
@@ -73,3 +74,16 @@ def test_recall_at_counts_overlap_with_exact_top_k() -> None:
     assert recall_at(exact, q, matrix, ids, k=5) == 1.0
     half = [row[:3] + ["x", "y"] for row in exact]
     assert recall_at(half, q, matrix, ids, k=5) == pytest.approx(0.6)
+
+
+def test_corpus_embeddings_are_cached_reused_for_prefixes_and_checked(tmp_path: Path) -> None:
+    emb = HashingEmbedder(dim=64)
+    texts = [t for _, t in generate(1, 60)]
+    first = corpus_embeddings(texts, emb, tmp_path)
+    [path] = tmp_path.glob("corpus-60-*.npy")
+    again = corpus_embeddings(texts[:25], emb, tmp_path)  # a smaller run reads the larger cache
+    assert isinstance(again, np.memmap) and np.array_equal(again, first[:25])
+    # Guards against stale vectors: a cache whose rows no longer match the texts is encoded again, not used.
+    np.save(path, first[::-1].copy())
+    fixed = corpus_embeddings(texts, emb, tmp_path)
+    assert not isinstance(fixed, np.memmap) and np.array_equal(fixed, first)

@@ -25,6 +25,9 @@ _REGEX_TOKEN = re.compile(r"\w+|[^\w\s]")
 _LOAD_LOCK = threading.Lock()
 
 
+_CACHE_SIZE, _CACHE_TEXT_CHARS = 8192, 4000
+
+
 class TokenCounter:
     """Counts tokens offline, lazily loading the tokenizer on the first count.
 
@@ -52,6 +55,7 @@ class TokenCounter:
         self.embedder = embedder
         self.label = label
         self.encode_many_: Callable[[list[str]], list[int]] | None = None  # fitted state: the batch counter
+        self._cache: dict[str, int] = {}  # rendered memory lines and headers recur on every search
 
     @classmethod
     def for_embedder(cls, embedder: Any) -> TokenCounter:
@@ -82,7 +86,14 @@ class TokenCounter:
         """Number of tokens in ``text``, without special tokens or truncation."""
         if not isinstance(text, str):
             raise TypeError(f"count() takes a str, got {type(text).__name__}; use count_many() for many texts")
-        return self.count_many([text])[0]
+        n = self._cache.get(text)
+        if n is None:
+            n = self.count_many([text])[0]
+            if len(text) <= _CACHE_TEXT_CHARS:
+                if len(self._cache) >= _CACHE_SIZE:
+                    self._cache.pop(next(iter(self._cache)))  # oldest first
+                self._cache[text] = n
+        return n
 
     def count_many(self, texts: Sequence[str]) -> list[int]:
         """Token counts of ``texts`` (one batched encode)."""

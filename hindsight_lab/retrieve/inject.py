@@ -80,11 +80,19 @@ def fit_budget(records: Sequence[MemoryRecord], must: Sequence[bool], budget: in
     return sorted(kept), line_tokens
 
 
-def render(records: Sequence[MemoryRecord], count: Callable[[str], int]) -> Injection:
-    """Render records (in rank order) into the three sections."""
+def render(records: Sequence[MemoryRecord], count: Callable[[str], int],
+           line_tokens: Sequence[int] | None = None) -> Injection:
+    """Render records (in rank order) into the three sections.
+
+    ``line_tokens`` (each record's line count, as :func:`fit_budget` returns them) saves counting again: the
+    block's count is then the sum of its lines and section headers, which equals counting the whole text.
+    """
     parts: dict[str, list[str]] = {"rules": [], "episodes": [], "state": []}
     for rec in records:
         parts[section_of(rec)].append(render_line(rec))
     texts = {name: (HEADERS[name] + "\n" + "\n".join(lines)) if lines else "" for name, lines in parts.items()}
-    tokens = sum(count(t) for t in texts.values() if t)
+    if line_tokens is None:
+        tokens = sum(count(t) for t in texts.values() if t)
+    else:
+        tokens = sum(line_tokens) + sum(count(HEADERS[name]) for name, lines in parts.items() if lines)
     return Injection(texts["rules"], texts["episodes"], texts["state"], tokens)

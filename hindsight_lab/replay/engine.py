@@ -14,7 +14,7 @@ import logging
 import time
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta, timezone
-from typing import Any, Callable, Iterable, Mapping, Sequence
+from typing import Any, Callable, Iterable, Sequence
 
 from ..trace import Episode
 from .systems import Injected, ReplaySystem
@@ -159,11 +159,3 @@ def _progress(items: list[Any], show: bool, desc: str) -> Iterable[Any]:
     from tqdm.auto import tqdm
 
     return tqdm(items, desc=desc, leave=False)
-
-
-def summarise_layers(run: ReplayRun) -> Mapping[str, Mapping[str, int]]:
-    """Final memory counts per system."""
-    last: dict[str, dict[str, int]] = {}
-    for row in run.memory:
-        last[row["system"]] = {k: v for k, v in row.items() if isinstance(v, int) and k != "order"}
-    return last

@@ -13,7 +13,7 @@ import re
 import unicodedata
 from collections import defaultdict
 from dataclasses import dataclass
-from typing import Iterable, Sequence
+from typing import Iterable
 
 from ..types import Trigger
 
@@ -159,8 +159,3 @@ def infer_task_type(neighbours: Iterable[tuple[str | None, float]], *, k: int, m
     if votes[best] < min_votes or share <= min_share:
         return None, share
     return best, share
-
-
-def newest_ids(index: TaskTypeIndex, task_type: str | None, depth: int) -> Sequence[tuple[str, str]]:
-    """The task-type recall path: the newest ``depth`` records of the query's task_type."""
-    return index.newest(task_type, depth) if task_type is not None else []

@@ -152,8 +152,24 @@ def _check_reflection(nb: nbformat.NotebookNode) -> None:
     assert "'calls': 1, 'failed_calls': 0, 'attempts': 1" in usage, f"usage summary:\n{usage}"
 
 
+def _check_replay(nb: nbformat.NotebookNode) -> None:
+    pngs = _pngs(nb)
+    assert len(pngs) >= 2, "expected the trigger-reason chart and the four replay plots"
+    assert all(png.startswith(b"\x89PNG") and len(png) > 10_000 for png in pngs), "a figure came out empty"
+    head = _text(_outputs(nb, "report = run_replay"))
+    if os.environ.get("CI") == "true":
+        assert "not found" not in head, f"under CI the notebook must replay ../shared/datasets:\n{head}"
+    if "not found" not in head:
+        assert "gpt-4o-airline.dev: 120 episodes, 90 judged queries in 30 groups" in head, head
+    table = _text(_outputs(nb, "report.table()"))
+    for name in ("none", "dense", "bm25", "hindsight", "ndcg@5", "hit@3"):
+        assert name in table, f"side-by-side table:\n{table}"
+    assert "trigger rate" in _text(_outputs(nb, "trigger_reasons"))
+
+
 CHECKS: dict[str, Callable[[nbformat.NotebookNode], None]] = {"01_quickstart.ipynb": _check_quickstart,
-                                                              "02_reflection.ipynb": _check_reflection}
+                                                              "02_reflection.ipynb": _check_reflection,
+                                                              "03_replay.ipynb": _check_replay}
 
 
 # ------------------------------------------------------------------ tests

@@ -120,18 +120,24 @@ class PromotionConfig(_Section):
 
 
 class WeightsConfig(_Section):
-    """Rerank weights: ``w1·semantic + w2·task_type + w3·confidence + w4·recency − w5·redundancy``."""
+    """Rerank weights: ``w1·semantic + w2·lexical + w3·task_type + w4·confidence + w5·recency − w6·redundancy``."""
 
-    semantic: float = Field(0.2, ge=0, json_schema_extra=_affects(RECALL))
+    semantic: float = Field(0.5, ge=0, json_schema_extra=_affects(RECALL))
     """w1: cosine similarity to the query, clipped to [0, 1]."""
-    task_type: float = Field(0.3, ge=0, json_schema_extra=_affects(RECALL))
-    """w2: 1 when the record's task_type equals the query's (given or inferred), else 0."""
-    confidence: float = Field(0.3, ge=0, json_schema_extra=_affects(RECALL))
-    """w3: the record's confidence."""
-    recency: float = Field(0.1, ge=0, json_schema_extra=_affects(RECALL))
-    """w4: ``0.5 ** (age / half_life)``, age from last_confirmed_at else created_at."""
+    lexical: float = Field(0.2, ge=0, json_schema_extra=_affects(RECALL))
+    """w2: BM25 score of the record's matched text for the query, over the best score in the store ([0, 1])."""
+    task_type: float = Field(0.2, ge=0, json_schema_extra=_affects(RECALL))
+    """w3: 1 when the record's task_type equals the query's (given or inferred), else 0."""
+    confidence: float = Field(0.05, ge=0, json_schema_extra=_affects(RECALL))
+    """w4: the record's confidence."""
+    recency: float = Field(0.05, ge=0, json_schema_extra=_affects(RECALL))
+    """w5: ``0.5 ** (age / half_life)``, age from last_confirmed_at else created_at."""
     redundancy: float = Field(0.1, ge=0, json_schema_extra=_affects(RECALL))
-    """w5: penalty on the highest similarity to a record already selected (greedy, MMR-style)."""
+    """w6: penalty on the highest similarity to a record already selected (greedy, MMR-style)."""
+
+    def vector(self) -> tuple[float, ...]:
+        """``(w1, …, w6)`` in the rerank's order."""
+        return (self.semantic, self.lexical, self.task_type, self.confidence, self.recency, self.redundancy)
 
 
 class ClassifierConfig(_Section):
@@ -159,6 +165,9 @@ class RetrievalConfig(_Section):
     """Vector-path neighbours below this cosine similarity are dropped."""
     min_score: float = Field(0.0, json_schema_extra=_affects(RECALL))
     """Reranked results below this total score are dropped (triggered rules excepted)."""
+    min_relative_score: float = Field(0.0, ge=0, le=1, json_schema_extra=_affects(RECALL))
+    """Early stop: results whose total score is below this fraction of the best result's are dropped (triggered
+    rules excepted); 0 keeps everything up to top_k and the budget. Trades recall for injected tokens."""
     max_triggered: int = Field(2, ge=0, json_schema_extra=_affects(RECALL))
     """Triggered rules guaranteed a place in the result."""
     token_budget: int = Field(600, ge=1, json_schema_extra=_affects(RECALL))
@@ -224,6 +233,9 @@ class CompressConfig(_Section):
 class ReflectTriggersConfig(_Section):
     """When to reflect: rules, never an LLM call (DESIGN §4, article §3.1)."""
 
+    every_episode: bool = Field(False, json_schema_extra=_affects(REFLECT))
+    """Reflect on every episode, ignoring the rules below: the "reflect on everything" ablation that selective
+    reflection is measured against."""
     on_strategy_failure: bool = Field(True, json_schema_extra=_affects(REFLECT))
     """Reflect on a failure caused by strategy (failure_cause "strategy", or unknown with a tool error or a
     wrong final state)."""
@@ -319,7 +331,7 @@ class LabConfig(_Section):
     """Everything that decides how hindsight memory writes, recalls and reflects.
 
     Examples:
-        >>> cfg = LabConfig.from_yaml("experiments/configs/default.yaml")  # doctest: +SKIP
+        >>> cfg = LabConfig()  # or LabConfig.from_yaml("experiments/configs/default.yaml")
         >>> cfg.with_params({"dedup.similarity": 0.9}).dedup.similarity
         0.9
     """
@@ -350,7 +362,7 @@ class LabConfig(_Section):
     @model_validator(mode="after")
     def _some_weight(self) -> "LabConfig":
         w = self.retrieval.weights
-        if w.semantic + w.task_type + w.confidence + w.recency == 0:
+        if w.semantic + w.lexical + w.task_type + w.confidence + w.recency == 0:
             raise ValueError("retrieval.weights: at least one positive term weight is needed")
         return self
 

@@ -27,6 +27,7 @@ from .inputs import parse_memory_input
 from .protocols import BUCKETS
 from .reflect.pipeline import ReflectionOutcome, ReflectionPipeline
 from .retrieve.inject import fit_budget, render
+from .retrieve.lexical import LexicalIndex
 from .retrieve.paths import TaskTypeIndex, TriggerIndex
 from .retrieve.recall import RECALLED_BUCKETS, Candidates, features, recall
 from .retrieve.rerank import rerank
@@ -108,6 +109,7 @@ class MemorySystem:
     def _rebuild_indexes(self) -> None:
         self._task_types = TaskTypeIndex()
         self._triggers = TriggerIndex()
+        self._lexical = LexicalIndex()
         self._bucket_of: dict[str, str] = {}
         self._counts: dict[str, int] = {b: 0 for b in BUCKETS}
         self._episode_ids: dict[str, str] = {}
@@ -129,8 +131,10 @@ class MemorySystem:
         if bucket == "archive":
             self._task_types.remove(rec.id)
             self._triggers.remove(rec.id)
+            self._lexical.remove(rec.id)
             return
         self._task_types.add(rec.id, rec.task_type, rec.created_at.timestamp(), bucket)
+        self._lexical.add(rec.id, rec.embed_text, bucket)
         if rec.kind is Kind.RULE:
             self._triggers.add(rec.id, rec.trigger, rec.domain)
         if rec.kind is Kind.EPISODE and rec.source_episode_ids:
@@ -142,6 +146,7 @@ class MemorySystem:
             self._counts[old] -= 1
         self._task_types.remove(record_id)
         self._triggers.remove(record_id)
+        self._lexical.remove(record_id)
 
     def _ready(self) -> None:
         if not hasattr(self, "config_"):
@@ -425,15 +430,16 @@ class MemorySystem:
         now = self._now(now)
         q = self.embedder.embed_query(query)
         cands = recall(self.store, self._counts, self._task_types, self._triggers, q, query, cfg,
-                       task_type=task_type, domain=domain, overlay=self._pending)
+                       task_type=task_type, domain=domain, overlay=self._pending, lexical=self._lexical)
         embs = cands.matrix()
         forced = cands.forced
         w = cfg.weights
         # einsum, not the @ of a threaded BLAS: its spinning worker threads slowed the next query encoding ~2x on
         # a busy 2-core machine (bench profile); the matrix is at most a few dozen rows
         ranked = rerank(features(cands, now, cfg.recency_half_life_days), np.einsum("ik,jk->ij", embs, embs),
-                        (w.semantic, w.task_type, w.confidence, w.recency, w.redundancy),
-                        top_k=k, min_score=cfg.min_score, forced=forced, max_forced=cfg.max_triggered)
+                        w.vector(),
+                        top_k=k, min_score=cfg.min_score, forced=forced, max_forced=cfg.max_triggered,
+                        min_relative=cfg.min_relative_score)
 
         working = self._working.records() if self._working else []
         ordered = working + [cands.records[i] for i in ranked.order]

@@ -126,6 +126,7 @@ class ScoreTerms:
     """The rerank score of one hit, by term (DESIGN §3). ``total`` = weighted sum minus redundancy."""
 
     semantic: float
+    lexical: float
     task_type: float
     confidence: float
     recency: float
@@ -133,7 +134,7 @@ class ScoreTerms:
     total: float
 
     def as_dict(self) -> dict[str, float]:
-        return {"semantic": self.semantic, "task_type": self.task_type, "confidence": self.confidence,
+        return {"semantic": self.semantic, "lexical": self.lexical, "task_type": self.task_type, "confidence": self.confidence,
                 "recency": self.recency, "redundancy": self.redundancy, "total": self.total}
 
 

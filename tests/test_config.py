@@ -9,10 +9,11 @@ from hindsight_lab import ConfigError, LabConfig
 from support import REPO
 
 
-def test_defaults_are_the_design_values():
+def test_defaults_are_the_documented_values():
     cfg = LabConfig()
     w = cfg.retrieval.weights
-    assert (w.semantic, w.task_type, w.confidence, w.recency, w.redundancy) == (0.2, 0.3, 0.3, 0.1, 0.1)
+    assert w.vector() == (0.5, 0.2, 0.2, 0.05, 0.05, 0.1)
+    assert cfg.retrieval.min_relative_score == 0.0 and cfg.reflect.triggers.every_episode is False
     r = cfg.retrieval
     assert (r.top_k, r.path_depth, r.min_similarity, r.max_triggered, r.token_budget,
             r.recency_half_life_days, r.min_score) == (5, 20, 0.2, 2, 600, 14.0, 0.0)
@@ -48,16 +49,16 @@ def test_frozen_and_extra_forbidden():
 def test_with_params_dotted_and_kwargs_validates_the_whole():
     cfg = LabConfig().with_params({"retrieval.weights.semantic": 0.6}, retrieval__top_k=10)
     assert cfg.retrieval.weights.semantic == 0.6 and cfg.retrieval.top_k == 10
-    assert LabConfig().retrieval.weights.semantic == 0.2  # the original is untouched
+    assert LabConfig().retrieval.weights.semantic == 0.5  # the original is untouched
     with pytest.raises(ConfigError, match="retrieval.top_k"):
         LabConfig().with_params({"retrieval.top_k": 0})
     with pytest.raises(ConfigError, match="unknown config key 'top_k'; did you mean 'retrieval.top_k'"):
         LabConfig().with_params({"top_k": 3})
     with pytest.raises(ConfigError, match="at least one positive term weight"):
-        LabConfig().with_params({f"retrieval.weights.{t}": 0.0 for t in ("semantic", "task_type", "confidence",
-                                                                          "recency")})
+        LabConfig().with_params({f"retrieval.weights.{t}": 0.0 for t in ("semantic", "lexical", "task_type",
+                                                                          "confidence", "recency")})
     section = LabConfig().with_params({"retrieval.weights": {"semantic": 1.0}})
-    assert section.retrieval.weights.semantic == 1.0 and section.retrieval.weights.task_type == 0.3
+    assert section.retrieval.weights.semantic == 1.0 and section.retrieval.weights.task_type == 0.2
 
 
 def test_flat_lists_every_leaf():
@@ -82,7 +83,7 @@ def test_behaviour_only_export_keeps_marked_fields_and_provenance(tmp_path):
                                                                              "metrics": {"ndcg@5": 0.5}}})
     data = cfg.to_dict(only_behaviour=True)
     assert "store" not in data and data["provenance"]["run_id"] == "abc"
-    assert data["retrieval"]["weights"]["semantic"] == 0.2
+    assert data["retrieval"]["weights"]["semantic"] == 0.5
     path = tmp_path / "export.yaml"
     cfg.to_yaml(path, only_behaviour=True)
     back = LabConfig.from_yaml(path)

@@ -6,6 +6,7 @@ from datetime import timedelta
 
 import pytest
 
+
 from hindsight_lab import Kind, LabConfig, MemorySystem, StoreError, ValidationError
 from hindsight_lab.embed import HashingEmbedder
 from hindsight_lab.store.memory import InMemoryStore
@@ -66,7 +67,12 @@ def test_task_type_given_inferred_or_off(mem):
     assert mem.search("refund the order number 9").task_type_source == "inferred"
     given = mem.search("refund the order number 9", task_type="update_address")
     assert (given.task_type, given.task_type_source) == ("update_address", "given")
-    assert given.hits[0].record.task_type == "update_address"  # the task-type path brings it in
+    hit = next(h for h in given.hits if h.record.task_type == "update_address")
+    assert "task_type" in hit.paths and hit.scores.task_type == 1.0  # the task-type path brings it in
+    assert hit.paths == ("task_type",)  # neither meaning nor words would have found it
+    other = mem.search("refund the order number 9", task_type="refund_order")
+    assert hit.id not in {h.id for h in other.hits}  # negative control: another given type leaves it out
+    assert all(h.scores.task_type == 1.0 for h in other.hits if h.record.task_type == "refund_order")
     off = MemorySystem(LabConfig().with_params({"retrieval.classifier.enabled": False}), store=mem.store,
                        embedder=mem.embedder)
     res = off.search("refund the order number 9")

@@ -88,7 +88,7 @@ def _check_quickstart(nb: nbformat.NotebookNode) -> None:
     assert all(png.startswith(b"\x89PNG") and len(png) > 10_000 for png in pngs), "a figure came out empty"
 
     retrieval = _text(_outputs(nb, "cfg.flat()"))
-    assert "retrieval.weights.semantic" in retrieval and "0.2" in retrieval, f"retrieval config table:\n{retrieval}"
+    assert "retrieval.weights.lexical" in retrieval and "0.2" in retrieval, f"retrieval config table:\n{retrieval}"
 
     events = _text(_outputs(nb, "events_frame()"))
     assert "promoted" in events and "merged" in events and "confirmed" in events, f"events table:\n{events}"
@@ -106,7 +106,7 @@ def _check_quickstart(nb: nbformat.NotebookNode) -> None:
         f"injection block should hold rules and past tasks:\n{injection}"
 
     override = _text(_outputs(nb, "cfg.with_params"))
-    assert "default weights" in override and "semantic 0.6, task_type 0" in override, \
+    assert "default weights" in override and "first design weights" in override, \
         f"side-by-side ranking table:\n{override}"
 
 

@@ -14,7 +14,7 @@ from ..errors import ValidationError
 from ..types import MemoryRecord, WriteResult
 from .compress import CompressedEpisode, compress
 from .schema import Reflection, Rejection
-from .triggers import TriggerDecision, TriggerPolicy
+from .triggers import REFLECT_REASONS, TriggerDecision, TriggerPolicy
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -80,7 +80,7 @@ class ReflectionStats:
 
     @property
     def reflections(self) -> int:
-        return sum(n for r, n in self.decisions.items() if r in _REFLECTING)
+        return sum(n for r, n in self.decisions.items() if r in REFLECT_REASONS)
 
     @property
     def trigger_rate(self) -> float:
@@ -92,7 +92,6 @@ class ReflectionStats:
                 "writes": dict(self.writes), "promotions": self.promotions}
 
 
-_REFLECTING = ("feedback", "strategy_failure", "deviating_success", "nth_occurrence")
 
 
 def compressed_from_record(rec: MemoryRecord) -> CompressedEpisode:

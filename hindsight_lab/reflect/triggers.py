@@ -1,6 +1,6 @@
 """When to reflect: rules, never an LLM call (DESIGN §4, article §3.1).
 
-In order, for each finished episode:
+In order, for each finished episode (unless ``every_episode`` is on, an ablation that reflects on all of them):
 
 1. ``single_turn`` (skip): a question answered in one turn without any tool call — nothing to learn about
    strategy.
@@ -28,7 +28,7 @@ from datetime import datetime, timedelta
 from ..config import ReflectTriggersConfig
 from .compress import CompressedEpisode
 
-REFLECT_REASONS = ("feedback", "strategy_failure", "deviating_success", "nth_occurrence")
+REFLECT_REASONS = ("feedback", "strategy_failure", "deviating_success", "nth_occurrence", "every_episode")
 SKIP_REASONS = ("single_turn", "external_failure", "repeat_failure", "routine_failure", "routine_success")
 _OUTAGE = re.compile(r"time[d ]?out|rate.?limit|too many requests|\b5\d\d\b|unavailable|connection|network",
                      re.I)
@@ -75,6 +75,8 @@ class TriggerPolicy:
 
     def _decide(self, ep: CompressedEpisode, now: datetime) -> TriggerDecision:
         cfg = self.cfg
+        if cfg.every_episode:
+            return TriggerDecision(True, "every_episode")
         if cfg.skip_single_turn and ep.single_turn and not ep.feedback:
             return TriggerDecision(False, "single_turn")
         if ep.outcome != "success" and cfg.skip_external_failure and self._external(ep):

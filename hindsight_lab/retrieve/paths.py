@@ -140,8 +140,9 @@ def infer_task_type(neighbours: Iterable[tuple[str | None, float]], *, k: int, m
     the vote is too thin (fewer than ``min_votes`` for the winner, or a share not above ``min_share``).
 
     Examples:
-        >>> infer_task_type([("a", 0.9), ("a", 0.8), ("b", 0.7)], k=3, min_votes=2, min_share=0.5)
-        ('a', 0.7083333333333334)
+        >>> label, share = infer_task_type([("a", 0.9), ("a", 0.8), ("b", 0.7)], k=3, min_votes=2, min_share=0.5)
+        >>> label, round(share, 4)
+        ('a', 0.7083)
     """
     weight: dict[str, float] = defaultdict(float)
     votes: dict[str, int] = defaultdict(int)

@@ -1,4 +1,8 @@
-"""The three recall paths merged into one candidate set, and the rerank features of each candidate (DESIGN §3).
+"""The recall paths merged into one candidate set, and the rerank features of each candidate (DESIGN §3).
+
+The paths: ``vector`` (nearest records by embedding), ``keyword`` (best BM25 matches,
+:mod:`~hindsight_lab.retrieve.lexical`), ``task_type`` (newest records of the query's task_type) and ``trigger``
+(rules whose trigger matches the query).
 
 ``recall`` is the part of a search that reads the store; ``features`` turns its candidates into the matrix the pure
 rerank scores. The sweep's cached evaluator stores exactly these two things per query.
@@ -14,19 +18,22 @@ import numpy as np
 
 from ..config import RetrievalConfig
 from ..types import MemoryRecord
+from .lexical import LexicalIndex
 from .paths import TaskTypeIndex, TriggerIndex, infer_task_type
-from .rerank import recency
+from .rerank import FEATURES, recency
 
 RECALLED_BUCKETS = ("episode", "candidate", "rule")
 
 
 @dataclass
 class Candidates:
-    """Records found by any path, with their embeddings, cosine similarity to the query and the path(s)."""
+    """Records found by any path, with their embeddings, cosine similarity and BM25 score (relative to the best in
+    the store) to the query, and the path(s)."""
 
     records: list[MemoryRecord] = field(default_factory=list)
     embeddings: list[np.ndarray] = field(default_factory=list)
     similarity: list[float] = field(default_factory=list)
+    lexical: list[float] = field(default_factory=list)
     paths: list[list[str]] = field(default_factory=list)
     triggered: list[str] = field(default_factory=list)  # every rule whose trigger matched (injected or not)
     task_type: str | None = None
@@ -34,7 +41,8 @@ class Candidates:
     task_type_share: float = 1.0
     _pos: dict[str, int] = field(default_factory=dict, repr=False)
 
-    def add(self, rec: MemoryRecord, emb: np.ndarray, sim: float, path: str, domain: str | None) -> None:
+    def add(self, rec: MemoryRecord, emb: np.ndarray, sim: float, lexical: float, path: str,
+            domain: str | None) -> None:
         if rec.id in self._pos:
             self.paths[self._pos[rec.id]].append(path)
         elif domain is None or rec.domain in (None, domain):
@@ -42,6 +50,7 @@ class Candidates:
             self.records.append(rec)
             self.embeddings.append(emb)
             self.similarity.append(sim)
+            self.lexical.append(lexical)
             self.paths.append([path])
 
     def __contains__(self, record_id: str) -> bool:
@@ -60,16 +69,20 @@ class Candidates:
 
 def recall(store: Any, counts: Mapping[str, int], task_types: TaskTypeIndex, triggers: TriggerIndex,
            q: np.ndarray, query: str, cfg: RetrievalConfig, *, task_type: str | None, domain: str | None,
-           overlay: Mapping[str, MemoryRecord] | None = None) -> Candidates:
-    """Run the vector, task-type and trigger paths; infer the query's task_type when not given.
+           overlay: Mapping[str, MemoryRecord] | None = None, lexical: LexicalIndex | None = None) -> Candidates:
+    """Run the vector, keyword, task-type and trigger paths; infer the query's task_type when not given.
 
-    ``overlay`` replaces stored records by newer in-process versions (pending bookkeeping).
+    ``overlay`` replaces stored records by newer in-process versions (pending bookkeeping). Without a ``lexical``
+    index there is no keyword path and every lexical feature is 0.
     """
     overlay = overlay or {}
     out = Candidates()
+    bm25 = lexical.scores(query) if lexical is not None else np.zeros(0)
+    best = float(bm25.max()) if len(bm25) else 0.0
 
     def add(rec: MemoryRecord, emb: np.ndarray, sim: float, path: str) -> None:
-        out.add(overlay.get(rec.id, rec), emb, sim, path, domain)
+        lex = lexical.score_of(bm25, rec.id) / best if lexical is not None and best > 0 else 0.0
+        out.add(overlay.get(rec.id, rec), emb, sim, lex, path, domain)
 
     votes: list[tuple[str | None, float]] = []
     for bucket in RECALLED_BUCKETS:
@@ -103,6 +116,8 @@ def recall(store: Any, counts: Mapping[str, int], task_types: TaskTypeIndex, tri
             for rec, emb in store.get(bucket, ids):
                 add(rec, emb, float(emb @ q), path)
 
+    if lexical is not None and best > 0:
+        fetch(lexical.top(bm25, cfg.path_depth), "keyword")
     if task_type is not None:
         fetch(task_types.newest(task_type, cfg.path_depth), "task_type")
     out.triggered = triggers.match(query, task_type, domain)
@@ -111,13 +126,15 @@ def recall(store: Any, counts: Mapping[str, int], task_types: TaskTypeIndex, tri
 
 
 def features(c: Candidates, now: datetime, half_life_days: float) -> np.ndarray:
-    """``(n, 4)`` rerank features: semantic (cosine clipped to [0, 1]), task_type match (0/1), confidence, and
+    """``(n, 5)`` rerank features (columns :data:`~hindsight_lab.retrieve.rerank.FEATURES`): semantic (cosine
+    clipped to [0, 1]), lexical (BM25 score over the best in the store), task_type match (0/1), confidence, and
     recency ``0.5 ** (age / half_life)`` with age from last_confirmed_at, else created_at."""
     if not len(c):
-        return np.zeros((0, 4))
+        return np.zeros((0, len(FEATURES)))
     ages = [(now - (r.last_confirmed_at or r.created_at)) / timedelta(days=1) for r in c.records]
     return np.column_stack([
         np.clip(np.asarray(c.similarity, dtype=np.float64), 0.0, 1.0),
+        np.asarray(c.lexical, dtype=np.float64),
         [1.0 if c.task_type is not None and r.task_type == c.task_type else 0.0 for r in c.records],
         [r.confidence for r in c.records],
         recency(np.asarray(ages), half_life_days)])

@@ -1,6 +1,6 @@
 """The weighted rerank (DESIGN §3) as one pure function, shared by ``search`` and the sweep's cached evaluator.
 
-    score_i = w1·semantic_i + w2·task_type_i + w3·confidence_i + w4·recency_i − w5·redundancy_i
+    score_i = w1·semantic_i + w2·lexical_i + w3·task_type_i + w4·confidence_i + w5·recency_i − w6·redundancy_i
 
 ``redundancy_i`` is the highest similarity of candidate i to a candidate already selected (greedy, MMR-style), so
 the score of a candidate depends on what was picked before it. Triggered rules (``forced``) are guaranteed a place,
@@ -8,10 +8,10 @@ up to ``max_forced``, whatever their score.
 
 Examples:
     >>> import numpy as np
-    >>> feats = np.array([[0.9, 1, 0.5, 1.0], [0.8, 0, 0.5, 1.0]])
-    >>> res = rerank(feats, np.eye(2), (0.2, 0.3, 0.3, 0.1, 0.1), top_k=2)
+    >>> feats = np.array([[0.9, 0.5, 1, 0.5, 1.0], [0.8, 1.0, 0, 0.5, 1.0]])
+    >>> res = rerank(feats, np.eye(2), (0.2, 0.2, 0.3, 0.3, 0.1, 0.1), top_k=2)
     >>> res.order, round(float(res.terms[0, -1]), 3)
-    ([0, 1], 0.73)
+    ([0, 1], 0.83)
 """
 
 from __future__ import annotations
@@ -21,8 +21,8 @@ from typing import Sequence
 
 import numpy as np
 
-#: Column order of the feature matrix and of the weight vector's first four entries.
-FEATURES: tuple[str, ...] = ("semantic", "task_type", "confidence", "recency")
+#: Column order of the feature matrix and of the weight vector's first five entries.
+FEATURES: tuple[str, ...] = ("semantic", "lexical", "task_type", "confidence", "recency")
 #: Column order of :attr:`RerankResult.terms`.
 TERMS: tuple[str, ...] = FEATURES + ("redundancy", "total")
 
@@ -42,18 +42,20 @@ def recency(age_days: np.ndarray | float, half_life_days: float) -> np.ndarray:
 
 
 def rerank(features: np.ndarray, similarity: np.ndarray, weights: Sequence[float], *, top_k: int,
-           min_score: float = float("-inf"), forced: np.ndarray | None = None, max_forced: int = 0
-           ) -> RerankResult:
+           min_score: float = float("-inf"), forced: np.ndarray | None = None, max_forced: int = 0,
+           min_relative: float = 0.0) -> RerankResult:
     """Greedy weighted rerank with a redundancy penalty and guaranteed places for forced candidates.
 
     Args:
-        features: ``(n, 4)`` matrix, columns :data:`FEATURES`; semantic and task_type already in [0, 1].
+        features: ``(n, 5)`` matrix, columns :data:`FEATURES`, each already in [0, 1].
         similarity: ``(n, n)`` pairwise cosine similarity of the candidates (negative values count as 0).
-        weights: ``(w1, w2, w3, w4, w5)``.
+        weights: ``(w1, …, w6)``: one per feature, then the redundancy penalty.
         top_k: most candidates selected.
         min_score: candidates whose total (after redundancy) falls below it are not selected, unless forced.
         forced: boolean mask of candidates guaranteed a place (triggered rules).
         max_forced: how many forced candidates are guaranteed at most (best base score first).
+        min_relative: early stop — once something is selected, candidates whose total falls below this fraction of
+            the first selected total are not selected, unless forced (0 turns it off).
 
     Returns:
         The selection sorted by total score (descending, stable), with per-term rows.
@@ -63,7 +65,8 @@ def rerank(features: np.ndarray, similarity: np.ndarray, weights: Sequence[float
     w = np.asarray(weights, dtype=np.float64)
     if n == 0 or top_k <= 0:
         return RerankResult([], np.zeros((0, len(TERMS))))
-    base = feats @ w[:4]
+    nf = len(FEATURES)
+    base = feats @ w[:nf]
     sim = np.clip(np.asarray(similarity, dtype=np.float64).reshape(n, n), 0.0, None)
     must = np.zeros(n, dtype=bool)
     if forced is not None and max_forced > 0:
@@ -75,12 +78,13 @@ def rerank(features: np.ndarray, similarity: np.ndarray, weights: Sequence[float
     available = np.ones(n, dtype=bool)
     picked: list[tuple[int, float, float]] = []
     while len(picked) < top_k and available.any():
-        adjusted = base - w[4] * redundancy
+        adjusted = base - w[nf] * redundancy
         must_left = must & available
         if top_k - len(picked) <= must_left.sum():
             pool = must_left  # the remaining slots belong to the forced candidates
         else:
-            pool = available & ((adjusted >= min_score) | must)
+            floor = max(min_score, min_relative * picked[0][2]) if picked and min_relative > 0 else min_score
+            pool = available & ((adjusted >= floor) | must)
         if not pool.any():
             break
         cand = np.flatnonzero(pool)

@@ -12,7 +12,7 @@ if TYPE_CHECKING:
     import pandas as pd
 
 
-FRAME_COLUMNS = ["rank", "id", "tag", "layer", "kind", "paths", "forced", "semantic", "task_type_match",
+FRAME_COLUMNS = ["rank", "id", "tag", "layer", "kind", "paths", "forced", "semantic", "lexical", "task_type_match",
                  "confidence", "recency", "redundancy", "total", "tokens", "task_type", "content"]
 
 

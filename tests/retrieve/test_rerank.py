@@ -7,31 +7,45 @@ import pytest
 
 from hindsight_lab.retrieve.rerank import TERMS, recency, rerank
 
-W = (0.2, 0.3, 0.3, 0.1, 0.1)
+W = (0.2, 0.0, 0.3, 0.3, 0.1, 0.1)  # semantic, lexical, task_type, confidence, recency, redundancy
+
+
+def f(*rows: list[float]) -> np.ndarray:
+    """Feature rows written as (semantic, task_type, confidence, recency), with a lexical feature of 0."""
+    return np.array([[r[0], 0.0, *r[1:]] for r in rows])
 
 
 def test_weighted_sum_by_hand():
-    feats = np.array([[0.5, 0.0, 0.9, 1.0],    # 0.1 + 0 + 0.27 + 0.1 = 0.47
-                      [0.9, 1.0, 0.5, 0.5]])   # 0.18 + 0.3 + 0.15 + 0.05 = 0.68
+    feats = f([0.5, 0.0, 0.9, 1.0],    # 0.1 + 0 + 0.27 + 0.1 = 0.47
+              [0.9, 1.0, 0.5, 0.5])    # 0.18 + 0.3 + 0.15 + 0.05 = 0.68
     res = rerank(feats, np.eye(2), W, top_k=2)
     assert res.order == [1, 0]
     assert res.terms[:, TERMS.index("total")] == pytest.approx([0.68, 0.47])
-    assert res.terms[0, :4] == pytest.approx(feats[1])
+    assert res.terms[0, :5] == pytest.approx(feats[1])
+
+
+def test_lexical_term_can_outrank_semantic():
+    feats = np.array([[0.6, 0.1, 0, 0.5, 1.0],    # a paraphrase: close in meaning, few shared words
+                      [0.5, 1.0, 0, 0.5, 1.0]])   # shares the rare words of the query (a code, a name)
+    assert rerank(feats, np.eye(2), W, top_k=2).order == [0, 1]  # lexical weight 0: meaning wins
+    res = rerank(feats, np.eye(2), (0.5, 0.3, 0, 0, 0, 0), top_k=2)
+    assert res.order == [1, 0]
+    assert res.terms[:, TERMS.index("total")] == pytest.approx([0.55, 0.33])
 
 
 def test_redundancy_penalty_is_greedy():
-    feats = np.array([[0.9, 1, 0.8, 1.0], [0.89, 1, 0.8, 1.0], [0.6, 1, 0.8, 1.0]])
+    feats = f([0.9, 1, 0.8, 1.0], [0.89, 1, 0.8, 1.0], [0.6, 1, 0.8, 1.0])
     sim = np.array([[1.0, 0.99, 0.1], [0.99, 1.0, 0.1], [0.1, 0.1, 1.0]])
-    res = rerank(feats, sim, (0.2, 0.3, 0.3, 0.1, 0.5), top_k=2)
+    res = rerank(feats, sim, (0.2, 0, 0.3, 0.3, 0.1, 0.5), top_k=2)
     # item 1 is nearly a copy of item 0: 0.858 - 0.5*0.99 < 0.80 - 0.5*0.1
     assert res.order == [0, 2]
     assert res.terms[1, TERMS.index("redundancy")] == pytest.approx(0.1)
     # negative control: without the penalty the near-copy wins the second slot
-    assert rerank(feats, sim, (0.2, 0.3, 0.3, 0.1, 0.0), top_k=2).order == [0, 1]
+    assert rerank(feats, sim, (0.2, 0, 0.3, 0.3, 0.1, 0.0), top_k=2).order == [0, 1]
 
 
 def test_forced_candidates_keep_their_place_and_min_score():
-    feats = np.array([[0.9, 1, 0.9, 1.0], [0.8, 1, 0.9, 1.0], [0.7, 1, 0.9, 1.0], [0.0, 0, 0.1, 0.0]])
+    feats = f([0.9, 1, 0.9, 1.0], [0.8, 1, 0.9, 1.0], [0.7, 1, 0.9, 1.0], [0.0, 0, 0.1, 0.0])
     forced = np.array([False, False, False, True])
     res = rerank(feats, np.eye(4), W, top_k=2, forced=forced, max_forced=2)
     assert res.order == [0, 3]  # the forced one takes the last slot, sorted by its (low) total
@@ -45,5 +59,15 @@ def test_forced_candidates_keep_their_place_and_min_score():
 
 
 def test_empty_and_recency():
-    assert rerank(np.zeros((0, 4)), np.zeros((0, 0)), W, top_k=5).order == []
+    assert rerank(np.zeros((0, 5)), np.zeros((0, 0)), W, top_k=5).order == []
     assert recency(np.array([0.0, 14.0, 28.0, -3.0]), 14.0) == pytest.approx([1.0, 0.5, 0.25, 1.0])
+
+
+def test_min_relative_stops_early_but_keeps_forced():
+    feats = f([0.9, 1, 0.9, 1.0], [0.5, 0, 0.5, 0.5], [0.45, 0, 0.5, 0.5], [0.0, 0, 0.1, 0.0])
+    # totals 0.85, 0.3, 0.29, 0.03
+    assert rerank(feats, np.eye(4), W, top_k=4).order == [0, 1, 2, 3]  # negative control: no early stop
+    assert rerank(feats, np.eye(4), W, top_k=4, min_relative=0.3).order == [0, 1, 2]
+    assert rerank(feats, np.eye(4), W, top_k=4, min_relative=0.5).order == [0]
+    forced = np.array([False, False, False, True])
+    assert rerank(feats, np.eye(4), W, top_k=4, min_relative=0.5, forced=forced, max_forced=1).order == [0, 3]

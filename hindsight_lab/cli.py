@@ -6,11 +6,14 @@ import argparse
 import sys
 import tempfile
 from pathlib import Path
-from typing import Sequence
+from typing import TYPE_CHECKING, Sequence
 
 from . import __version__
 from .config import LabConfig
 from .errors import HindsightLabError
+
+if TYPE_CHECKING:
+    from .replay.report import ReplayReport
 
 
 def _load_config(args: argparse.Namespace) -> LabConfig:
@@ -48,7 +51,7 @@ def _cmd_demo(args: argparse.Namespace) -> int:
             print(run.events_frame().to_string(index=False), "\n")
             for title, res in (("2. Search", run.search), ("3. Search", run.refund_search)):
                 print(f"{title}: {res.query!r}  (task_type {res.task_type or '—'}: {res.task_type_source}, "
-                      f"{res.n_candidates} candidates from the three recall paths)\n")
+                      f"{res.n_candidates} candidates from the recall paths)\n")
                 frame = res.to_frame().drop(columns=["content", "id"])
                 print(frame.to_string(index=False, float_format=lambda v: f"{v:.3f}"), "\n")
                 print(f"   Injection block ({res.tokens} tokens, budget {cfg.retrieval.token_budget}):\n")
@@ -108,14 +111,31 @@ def _cmd_reflect(args: argparse.Namespace) -> int:
 
 
 def _cmd_replay(args: argparse.Namespace) -> int:
-    import pandas as pd
-
     from .replay.runner import run_replay
 
     cfg = _load_config(args)
     systems = [s.strip() for s in args.systems.split(",") if s.strip()]
     report = run_replay(args.dataset, format=args.format, systems=systems, config=cfg, top_k=args.top_k,
-                        limit=args.limit, skip_invalid=args.skip_invalid, show_progress=True, seed=args.seed)
+                        limit=args.limit, skip_invalid=args.skip_invalid, show_progress=True, seed=args.seed,
+                        out=args.out, resume=args.resume)
+    _print_replay(report)
+    if args.resume and not report.metrics["timing"].get("resumed_units"):
+        print(f"--resume: no journal of an unfinished replay in {args.out}: replayed from the start")
+    if args.out:
+        print(f"report written to {args.out}")
+    if args.mlflow:
+        from .tracking import EXPERIMENT, default_tracking_uri, log_replay
+
+        uri = args.mlflow_uri or default_tracking_uri()
+        run_id = log_replay(report, config=cfg, tracking_uri=uri, experiment=args.mlflow_experiment or EXPERIMENT,
+                            report_dir=args.out)
+        print(f"MLflow run {run_id} in experiment {args.mlflow_experiment or EXPERIMENT!r} at {uri}")
+    return 0
+
+
+def _print_replay(report: "ReplayReport") -> None:
+    import pandas as pd
+
     ds = report.metrics["dataset"]
     print(f"{ds['name']} ({ds['format']}): {ds['n_episodes']} episodes, {report.metrics['judging']['queries']} "
           f"queries in {report.metrics['judging']['groups']} groups; order: {ds['order']}; clock: {ds['clock']}; "
@@ -125,11 +145,11 @@ def _cmd_replay(args: argparse.Namespace) -> int:
     for name, refl in ((n, v) for n, v in report.metrics["systems"].items() if "trigger_rate" in v):
         print(f"{name}: trigger rate {refl['trigger_rate']:.3f} {refl['trigger_reasons']}, "
               f"promotions {refl['promotions']}, reuse rate {refl['reuse_rate']:.3f}")
-    timing = report.metrics["timing"]
+    timing = dict(report.metrics["timing"])
+    resumed = timing.pop("resumed_units", 0)
     print("timing (s): " + ", ".join(f"{k} {v:.1f}" for k, v in timing.items()))
-    if args.out:
-        print(f"report written to {report.save(args.out)}")
-    return 0
+    if resumed:
+        print(f"resumed: {resumed} units taken from the journal")
 
 
 def _cmd_reembed(args: argparse.Namespace) -> int:
@@ -188,7 +208,16 @@ def _build_parser() -> argparse.ArgumentParser:
     replay.add_argument("--limit", type=int, help="keep the first N whole tasks (or conversations)")
     replay.add_argument("--skip-invalid", action="store_true", help="skip and count invalid JSONL lines")
     replay.add_argument("--seed", type=int, default=0, help="seed of the bootstrap and randomization tests")
-    replay.add_argument("--out", help="folder for metrics.json, episodes.csv and the plots")
+    replay.add_argument("--out", help="folder for metrics.json, episodes.csv and the plots, written at the end; "
+                        "meanwhile it holds the resume journal (.replay-journal)")
+    replay.add_argument("--resume", action="store_true",
+                        help="continue the killed replay whose --out DIR this is (same arguments; no journal there: "
+                        "start from scratch)")
+    replay.add_argument("--mlflow", action=argparse.BooleanOptionalAction, default=True,
+                        help="log the replay as an MLflow run (default: on)")
+    replay.add_argument("--mlflow-uri", help="MLflow tracking URI (default: sqlite:///$HINDSIGHT_LAB_HOME/mlflow.db, "
+                        "else ~/.hindsight_lab/mlflow.db)")
+    replay.add_argument("--mlflow-experiment", help="MLflow experiment (default: hindsight-replay)")
     replay.add_argument("--config", help="LabConfig YAML file for the hindsight system")
     replay.add_argument("--set", action="append", metavar="KEY=VALUE", help="dotted config override (repeatable)")
     replay.set_defaults(func=_cmd_replay)

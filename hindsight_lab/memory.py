@@ -71,15 +71,19 @@ class MemorySystem:
         embedder: an :class:`~hindsight_lab.protocols.Embedder`; by default built from ``config.embedder``.
         reflector: a :class:`~hindsight_lab.protocols.Reflector`; by default the one ``config.reflect`` names.
         clock: returns "now" (UTC) for every operation that does not get ``now=``; inject one for replays/tests.
+        ids: makes the id of each new record from its kind (default random, :func:`~hindsight_lab.types.new_id`);
+            replays pass a :class:`~hindsight_lab.types.SeededIds` so that a run is reproducible.
     """
 
     def __init__(self, config: LabConfig | None = None, *, store: Any = None, embedder: Any = None,
-                 reflector: Any = None, clock: Callable[[], datetime] | None = None) -> None:
+                 reflector: Any = None, clock: Callable[[], datetime] | None = None,
+                 ids: Callable[[Kind], str] | None = None) -> None:
         self.config = config
         self.store = store
         self.embedder = embedder
         self.reflector = reflector
         self.clock = clock
+        self.new_id: Callable[[Kind], str] = ids or new_id
 
     # ------------------------------------------------------------------ lifecycle
     def open(self, *, verify_model: bool = True) -> "MemorySystem":
@@ -259,7 +263,7 @@ class MemorySystem:
                      "errors": [list(e) for e in comp.errors], "failure_cause": ep.failure_cause,
                      "reflected": reflected[i] if reflected is not None else None}
             records.append(MemoryRecord(
-                id=self._episode_ids.get(ep.episode_id) or new_id(Kind.EPISODE), kind=Kind.EPISODE,
+                id=self._episode_ids.get(ep.episode_id) or self.new_id(Kind.EPISODE), kind=Kind.EPISODE,
                 content=summarise(ep, cfg.summary_max_chars), key=ep.instruction if cfg.key == "instruction" else None,
                 task_type=comp.task_type, domain=ep.domain, confidence=conf, outcome=ep.outcome, task_id=ep.task_id,
                 source_episode_ids=(ep.episode_id,), created_at=ep.started_at or now,
@@ -306,7 +310,7 @@ class MemorySystem:
         self.flush()
         emb = self.embedder.embed([item.content])[0]
         incoming = MemoryRecord(
-            id=new_id(Kind.RULE if item.layer == "L3" else Kind.CANDIDATE),
+            id=self.new_id(Kind.RULE if item.layer == "L3" else Kind.CANDIDATE),
             kind=Kind.RULE if item.layer == "L3" else Kind.CANDIDATE, content=item.content,
             task_type=item.task_type, domain=item.domain, confidence=item.confidence,
             counter_examples=tuple(item.counter_examples),
@@ -382,6 +386,12 @@ class MemorySystem:
         self._index(rec, bucket)
 
     # ------------------------------------------------------------------ reflection (DESIGN §4)
+    def set_reflector(self, reflector: Any) -> None:
+        """Swap the reflector of an open memory (e.g. a wrapper that records or replays answers)."""
+        self._ready()
+        self.reflector = reflector
+        self._reflection.reflector = reflector
+
     def reflect(self, episode: Episode | dict[str, Any], *, task_type: str | None = None,
                 now: datetime | None = None) -> "ReflectionOutcome":
         """Write a finished episode and, where a trigger rule fires, reflect on it.

@@ -7,6 +7,7 @@ Records are frozen, slotted dataclasses (they sit on the search hot path); chang
 from __future__ import annotations
 
 import enum
+import random
 import uuid
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
@@ -48,11 +49,33 @@ def utcnow() -> datetime:
     return datetime.now(timezone.utc)
 
 
+_ID_PREFIX = {Kind.EPISODE: "epis", Kind.CANDIDATE: "rule", Kind.RULE: "rule", Kind.WORKING: "work"}
+
+
 def new_id(kind: Kind) -> str:
     """Random id with a prefix, e.g. ``rule-3f2a9c1b0d4e``: ``epis-`` for episodes, ``rule-`` for candidates and
     rules (a candidate keeps its id when promoted), ``work-`` for working memory."""
-    prefix = {Kind.EPISODE: "epis", Kind.CANDIDATE: "rule", Kind.RULE: "rule", Kind.WORKING: "work"}[kind]
-    return f"{prefix}-{uuid.uuid4().hex[:12]}"
+    return f"{_ID_PREFIX[kind]}-{uuid.uuid4().hex[:12]}"
+
+
+class SeededIds:
+    """Reproducible ids in :func:`new_id`'s format: the same seed gives the same sequence.
+
+    An id is part of a record's injected tag (``[L2#3f2a9c]``), so its characters change the token count and, at the
+    edge of the budget, what is injected. Replays give each system its own seeded sequence, so a replay run twice
+    (or resumed) makes the same records with the same ids.
+
+    Examples:
+        >>> a, b = SeededIds("hindsight"), SeededIds("hindsight")
+        >>> a(Kind.EPISODE) == b(Kind.EPISODE), a(Kind.RULE).startswith("rule-")
+        (True, True)
+    """
+
+    def __init__(self, seed: str | int = 0) -> None:
+        self._rng = random.Random(f"hindsight-ids:{seed}")
+
+    def __call__(self, kind: Kind) -> str:
+        return f"{_ID_PREFIX[kind]}-{self._rng.getrandbits(48):012x}"
 
 
 @dataclass(frozen=True, slots=True)

@@ -56,3 +56,22 @@ def test_reembed_command_rebuilds_a_store_for_another_model(tmp_path, capsys):
     assert "9 episode" in capsys.readouterr().out
     with MemorySystem(hashing) as mem:
         assert mem.stats()["episodes"] == 9 and mem.search("East China sales figures").hits
+
+
+def test_replay_flags():
+    from hindsight_lab.cli import _build_parser
+
+    parse = _build_parser().parse_args
+    args = parse(["replay", "traces.jsonl"])
+    assert args.mlflow is True and args.mlflow_uri is None and args.resume is False and args.out is None
+    args = parse(["replay", "traces.jsonl", "--no-mlflow", "--mlflow-uri", "sqlite:////x/m.db", "--resume",
+                  "--out", "rep", "--limit", "3", "--skip-invalid"])
+    assert (args.mlflow, args.mlflow_uri, args.resume, args.out, args.limit, args.skip_invalid) == (
+        False, "sqlite:////x/m.db", True, "rep", 3, True)
+
+
+def test_replay_resume_needs_an_out_folder(tmp_path, capsys):
+    traces = tmp_path / "t.jsonl"
+    traces.write_text("")
+    assert main(["replay", str(traces), "--resume", "--no-mlflow"]) == 2
+    assert "--out DIR" in capsys.readouterr().err

@@ -60,6 +60,7 @@ class TokenCounter:
     @classmethod
     def for_embedder(cls, embedder: Any) -> TokenCounter:
         """The counter that matches ``embedder``: its model's tokenizer, or words for the hashing embedder."""
+        embedder = getattr(embedder, "wrapped", embedder)  # a PrefetchedEmbedder counts like what it wraps
         from hindsight_lab.embed.hashing import HashingEmbedder
         from hindsight_lab.embed.sentence_transformers import SentenceTransformerEmbedder
 

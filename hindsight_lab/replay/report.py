@@ -20,6 +20,9 @@ if TYPE_CHECKING:
 METRICS: tuple[str, ...] = ("ndcg@3", "ndcg@5", "ndcg@10", "hit@3", "hit@5", "hit@10", "recall@3", "recall@5",
                             "recall@10", "precision@5", "precision_filled@5", "mrr", "fill@10", "r_precision")
 HEADLINE: tuple[str, ...] = ("ndcg@5", "hit@3", "hit@5", "recall@10")
+PLOTS: tuple[str, ...] = ("hits_over_time", "memory", "tokens", "success")
+#: The files :meth:`ReplayReport.save` writes.
+REPORT_FILES: tuple[str, ...] = ("metrics.json", "episodes.csv", *(f"{p}.png" for p in PLOTS))
 
 
 @dataclass
@@ -45,7 +48,7 @@ class ReplayReport:
             for m in metrics:
                 ci = self.metrics["intervals"].get(name, {}).get(m)
                 row[m] = f"{values[m]:.3f} [{ci[1]:.3f}, {ci[2]:.3f}]" if ci else f"{values[m]:.3f}"
-            for extra in ("hit_rate", "oracle_hit@10", "tokens_median", "tokens_p95"):
+            for extra in ("r_precision", "hit_rate", "oracle_hit@10", "tokens_median", "tokens_p95"):
                 if extra in values:
                     row[extra] = round(values[extra], 3) if isinstance(values[extra], float) else values[extra]
             p = self.metrics["tests"].get(name, {}).get(metrics[0])
@@ -114,10 +117,9 @@ class ReplayReport:
         folder.mkdir(parents=True, exist_ok=True)
         (folder / "metrics.json").write_text(json.dumps(self.metrics, indent=2, default=str), encoding="utf-8")
         self.per_episode.to_csv(folder / "episodes.csv", index=False)
-        for name, draw in (("hits_over_time", self.plot_hits_over_time), ("memory", self.plot_memory),
-                           ("tokens", self.plot_tokens), ("success", self.plot_success)):
+        for name in PLOTS:
             fig, ax = plt.subplots(figsize=(8, 4))
-            draw(ax=ax)
+            getattr(self, f"plot_{name}")(ax=ax)
             fig.tight_layout()
             fig.savefig(folder / f"{name}.png", dpi=110)
             plt.close(fig)
@@ -196,8 +198,14 @@ def judge(run: ReplayRun, judgements: Judgements, dataset: Mapping[str, Any], *,
 
 
 def _reuse_rate(run: ReplayRun, name: str) -> float:
-    """Share of the L3 rules in the final store that were injected at least once."""
-    injected = {i.memory_id for r in run.queries if r.system == name for i in r.injected if i.kind == "rule"}
+    """Share of the L3 rules in the final store that were injected at least once.
+
+    A rule is known by the episode that first proposed it (its first source episode, which merges and promotion
+    keep), not by its store id: store ids are random, so a resumed replay, whose stores were re-derived, gives
+    the same rule another id than the killed run did.
+    """
+    injected = {(i.source_episode_ids[:1] or (i.memory_id,))[0] for r in run.queries if r.system == name
+                for i in r.injected if i.kind == "rule"}
     last = [row for row in run.memory if row["system"] == name]
     rules = last[-1].get("rules", 0) if last else 0
     return min(1.0, len(injected) / rules) if rules else 0.0

@@ -3,14 +3,17 @@
 from __future__ import annotations
 
 import hashlib
+import json
 import tempfile
 import time
 from pathlib import Path
 from typing import Any, Mapping, Sequence
 
 from ..config import LabConfig
+from ..errors import ConfigError
 from ..metrics import Judgements
-from .engine import run_conversations, run_episodes
+from .engine import ReplayRun, run_conversations, run_episodes
+from .journal import JOURNAL_DIR, Journal
 from .report import METRICS, ReplayReport, judge
 from .systems import build_systems
 
@@ -32,8 +35,27 @@ def run_replay(path: str | Path, *, format: str = "auto", systems: Sequence[str]
                config: LabConfig | None = None, configs: Mapping[str, LabConfig] | None = None, top_k: int = 10,
                token_budget: int | None = None, limit: int | None = None, embedder: Any = None,
                metrics: Sequence[str] = METRICS, skip_invalid: bool = False, show_progress: bool = False,
-               seed: int = 0, workdir: str | Path | None = None) -> ReplayReport:
+               seed: int = 0, workdir: str | Path | None = None, out: str | Path | None = None,
+               resume: bool = False) -> ReplayReport:
     """Replay a recorded dataset through several systems side by side and judge them.
+
+    With ``out``, every completed unit (an episode, or a LoCoMo conversation) is journaled under
+    ``out/.replay-journal/`` as it completes (:mod:`hindsight_lab.replay.journal`); at the end the report is saved
+    to ``out`` (``metrics.json``, ``episodes.csv``, plots) and the journal removed. A replay killed on the way is
+    continued by calling again with the same arguments and ``resume=True``: it ends with the same
+    ``metrics["systems"]`` (but ``latency_p50_ms``), ``intervals`` and ``tests`` as an uninterrupted one; timing
+    figures differ. Record ids come from a seeded sequence per system (:class:`~hindsight_lab.types.SeededIds`), so
+    the ``[L2#…]`` tags, their token counts and what fits the budget are the same in every run.
+
+    Resuming re-derives the stores by writing the journaled episodes again without recalling (DESIGN §6: what a
+    replay stores does not depend on what was recalled), the reflector answering from the journal. So a
+    non-deterministic reflector (an LLM) is not asked again about journaled episodes, and a resumed replay gets
+    exactly the reflections the killed one got; the deterministic heuristic reflector would give the same answers
+    anyway. Re-derived memory counts and reflection counters are checked against the journal.
+
+    Every text the replay will embed one at a time (instructions, stored episode texts, questions) is embedded
+    ahead in batches (:class:`~hindsight_lab.embed.PrefetchedEmbedder`); ``timing["prefetch_s"]`` is that time and
+    is included in ``timing["total_s"]``.
 
     Args:
         path: the dataset file.
@@ -45,10 +67,18 @@ def run_replay(path: str | Path, *, format: str = "auto", systems: Sequence[str]
         limit: keep the first N whole tasks (or conversations) — never cuts episodes.
         embedder: reuse a loaded embedder (default: the config's model).
         workdir: where the hindsight stores live (default a temporary folder, removed after).
+        out: folder for the report and the resume journal (default: neither is written).
+        resume: continue the journal in ``out`` (none there: start from scratch).
+
+    Raises:
+        ConfigError: ``resume`` without ``out``, or the journal in ``out`` was written for another replay (the
+            message names what differs).
     """
-    from ..datasets import detect_format, load
+    from ..datasets import detect_format
     from ..embed import make_embedder
 
+    if resume and out is None:
+        raise ConfigError("resume needs the folder of the replay to continue (out=..., --out DIR)")
     cfg = config or LabConfig()
     path = Path(path)
     fmt = detect_format(path) if format == "auto" else format
@@ -61,14 +91,55 @@ def run_replay(path: str | Path, *, format: str = "auto", systems: Sequence[str]
                                "order": ORDERS.get(fmt or "", "file order"), "top_k": top_k, "token_budget": budget,
                                "limit": limit, "retrieval_effects": "off (replay default)",
                                "task_type_known_at_start": False}
-    t_load = time.perf_counter()
-    embedder.embed(["warm up"])
-    model_s = time.perf_counter() - t_load
+    journal = None
+    if out is not None:
+        header = journal_header(dataset, systems=systems, config=cfg, configs=configs, skip_invalid=skip_invalid,
+                                embedder=embedder.name())
+        journal = Journal.open(Path(out) / JOURNAL_DIR, header, resume=resume)
+    try:
+        t_load = time.perf_counter()
+        embedder.embed(["warm up"])
+        model_s = time.perf_counter() - t_load
+        run, judgements = _replay(path, fmt, dataset, systems=systems, config=cfg, configs=configs, top_k=top_k,
+                                  budget=budget, limit=limit, embedder=embedder, skip_invalid=skip_invalid,
+                                  show_progress=show_progress, workdir=workdir, journal=journal)
+        run.timing["total_s"] = run.timing.get("total_s", 0.0) + run.timing.get("prefetch_s", 0.0)
+        run.timing["model_load_s"] = model_s
+        report = judge(run, judgements, dataset, metrics=metrics, seed=seed)
+        if out is not None:
+            report.save(out)
+    finally:
+        if journal is not None:
+            journal.close()
+    if journal is not None:
+        journal.remove()  # the report is written: nothing left to resume
+    return report
+
+
+def journal_header(dataset: Mapping[str, Any], *, systems: Sequence[str], config: LabConfig,
+                   configs: Mapping[str, LabConfig] | None, skip_invalid: bool, embedder: str) -> dict[str, Any]:
+    """What a resumed replay must share with the journal it continues: the dataset (sha256, format), the systems,
+    ``top_k``, budget, ``limit``, ``skip_invalid``, the embedder and every field of every hindsight config."""
+    flat = {"hindsight": config.flat(), **{name: c.flat() for name, c in (configs or {}).items()}}
+    flat_json = json.dumps(flat, sort_keys=True, default=str)
+    return {"dataset": {k: dataset[k] for k in ("name", "format", "sha256")},
+            "params": {"systems": list(systems), "top_k": dataset["top_k"], "token_budget": dataset["token_budget"],
+                       "limit": dataset["limit"], "skip_invalid": skip_invalid, "embedder": embedder,
+                       "config_sha256": hashlib.sha256(flat_json.encode("utf-8")).hexdigest(),
+                       "config": json.loads(flat_json)}}
+
+
+def _replay(path: Path, fmt: str | None, dataset: dict[str, Any], *, systems: Sequence[str], config: LabConfig,
+            configs: Mapping[str, LabConfig] | None, top_k: int, budget: int, limit: int | None, embedder: Any,
+            skip_invalid: bool, show_progress: bool, workdir: str | Path | None, journal: Journal | None
+            ) -> tuple[ReplayRun, Judgements]:
+    from ..datasets import load
+
     with tempfile.TemporaryDirectory(prefix="hindsight-replay-") as tmp:
         root = str(workdir or tmp)
 
         def make() -> list[Any]:
-            return build_systems(systems, config=cfg, configs=configs, embedder=embedder, top_k=top_k,
+            return build_systems(systems, config=config, configs=configs, embedder=embedder, top_k=top_k,
                                  token_budget=budget, root=root)
 
         if fmt == "locomo":
@@ -80,20 +151,39 @@ def run_replay(path: str | Path, *, format: str = "auto", systems: Sequence[str]
             candidates = {f"{c.sample_id}#q{q.index}": [f"{c.sample_id}:{t.dia_id}" for t in c.turns]
                           for c in convs for q in c.questions}
             judgements = Judgements.from_qrels(qrels, candidates)
+            turns = [turn_to_episode(t) for c in convs for t in c.turns]
+            embedder, prefetch_s = _prefetch(embedder, turns, [q.question for c in convs for q in c.questions],
+                                             config)
             dataset.update(n_episodes=sum(len(c.turns) for c in convs), conversations=len(convs),
                            questions=len(qrels), skipped_category5=sum(c.skipped_category5 for c in convs),
                            clock="session dates")
-            run = run_conversations(convs, make, to_episode=turn_to_episode, show_progress=show_progress)
+            run = run_conversations(convs, make, to_episode=turn_to_episode, show_progress=show_progress,
+                                    journal=journal)
+            run.timing["prefetch_s"] = prefetch_s
         else:
             episodes, _ = load(path, format=fmt or "auto", strict=not skip_invalid, limit_tasks=limit)
             judgements = Judgements.from_episodes(episodes)
+            embedder, prefetch_s = _prefetch(embedder, episodes, [], config)
             systems_now = make()
             try:
                 run = run_episodes(episodes, systems_now, query_ids=set(judgements.query_ids),
-                                   show_progress=show_progress)
+                                   show_progress=show_progress, journal=journal)
             finally:
                 for s in systems_now:
                     s.close()
+            run.timing["prefetch_s"] = prefetch_s
             dataset.update(n_episodes=len(episodes), clock=run.clock)
-    run.timing["model_load_s"] = model_s
-    return judge(run, judgements, dataset, metrics=metrics, seed=seed)
+    return run, judgements
+
+
+def _prefetch(embedder: Any, episodes: Sequence[Any], queries: Sequence[str], config: LabConfig
+              ) -> tuple[Any, float]:
+    """Embed ahead, in batches, the texts the systems will embed one by one: each episode's instruction (query
+    and hindsight's key) and stored summary (the baselines' text), and the questions."""
+    from ..embed import PrefetchedEmbedder
+    from ..summary import summarise
+
+    start = time.perf_counter()
+    texts = [ep.instruction for ep in episodes] + list(queries)
+    texts += [summarise(ep, config.episode.summary_max_chars) for ep in episodes]
+    return PrefetchedEmbedder(embedder, texts), time.perf_counter() - start

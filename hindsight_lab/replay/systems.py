@@ -15,8 +15,8 @@ the same :func:`~hindsight_lab.retrieve.inject.render_line` and cut by the same
 from __future__ import annotations
 
 from dataclasses import dataclass
-from datetime import datetime
-from typing import Any, Mapping, Protocol, Sequence
+from datetime import datetime, timedelta
+from typing import Any, Callable, Mapping, Protocol, Sequence
 
 import numpy as np
 
@@ -24,7 +24,7 @@ from ..config import LabConfig
 from ..retrieve.inject import fit_budget
 from ..summary import summarise
 from ..trace import Episode
-from ..types import Kind, MemoryRecord
+from ..types import Kind, MemoryRecord, SeededIds
 
 
 @dataclass(frozen=True, slots=True)
@@ -75,6 +75,10 @@ class NoMemory:
     def counts(self) -> dict[str, int]:
         return {"L2": 0, "L3": 0}
 
+    def recall_changes_state(self, span: timedelta) -> bool:
+        """Whether a recall can change what later recalls return (never: it holds nothing)."""
+        return False
+
     def close(self) -> None:
         pass
 
@@ -104,6 +108,10 @@ class _EpisodeTexts:
 
     def counts(self) -> dict[str, int]:
         return {"L2": len(self.records), "L3": 0}
+
+    def recall_changes_state(self, span: timedelta) -> bool:
+        """Whether a recall can change what later recalls return (never: recall only reads the records)."""
+        return False
 
     def close(self) -> None:
         pass
@@ -187,6 +195,29 @@ class Hindsight:
     def close(self) -> None:
         self.mem.close()
 
+    def recall_changes_state(self, span: timedelta) -> bool:
+        """Whether, in a replay whose clock spans ``span``, a recall can change what later recalls return.
+
+        A search writes only retrieval bookkeeping (``retrieval.track_retrievals``): ``last_retrieved_at`` and
+        ``debug_trace``, never read by ranking, and ``last_triggered_at`` of every rule whose trigger matched. Of
+        these, ``last_retrieved_at`` is read by ``decay.archive_unretrieved`` (off in replays unless retrieval
+        effects are asked for) and ``last_triggered_at`` by rule decay, which can only act once a rule is
+        ``min(decay.l3_decay_days, decay.l3_archive_days)`` old — never in a replay that spans less.
+        """
+        cfg = self.mem.config_
+        if not cfg.retrieval.track_retrievals:
+            return False
+        if cfg.decay.archive_unretrieved:
+            return True
+        return span >= timedelta(days=min((*cfg.decay.l3_decay_days, cfg.decay.l3_archive_days)))
+
+    def wrap_reflector(self, wrap: Callable[[Any], Any]) -> Any:
+        """Replace this system's reflector by ``wrap(reflector)`` (e.g. one that journals its answers); returns
+        the wrapper. Call before the first ``observe``."""
+        wrapped = wrap(self.mem.reflector)
+        self.mem.set_reflector(wrapped)
+        return wrapped
+
 
 def replay_config(cfg: LabConfig, *, top_k: int, token_budget: int, retrieval_effects: bool = False) -> LabConfig:
     """A config as a replay runs it: the shared top_k and budget; retrieval-driven effects (archiving what was
@@ -226,7 +257,7 @@ def build_systems(names: Sequence[str], *, config: LabConfig, embedder: Any, top
                                 retrieval_effects=retrieval_effects)
             store = ChromaStore(namespace=f"{name[:20]}-{uuid.uuid4().hex[:8]}",
                                 path=f"{root}/{name}-{uuid.uuid4().hex[:8]}")
-            mem = MemorySystem(cfg, store=store, embedder=embedder).open()
+            mem = MemorySystem(cfg, store=store, embedder=embedder, ids=SeededIds(name)).open()
             out.append(Hindsight(mem, name=name, top_k=top_k))
         else:
             known = list(BASELINES) + ["hindsight"] + sorted(configs or {})

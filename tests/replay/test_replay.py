@@ -77,13 +77,23 @@ def test_empty_query_set_fails(tmp_path):
             {"embedder.model": "hashing-64"}))
 
 
-def test_cli_replay_prints_the_table_and_writes_the_report(tmp_path, capsys):
+def test_cli_replay_prints_the_table_writes_the_report_and_logs_to_mlflow(tmp_path, capsys, _own_home):
+    from mlflow.tracking import MlflowClient
+
+    from hindsight_lab.tracking import default_tracking_uri
+
     out = tmp_path / "rep"
     code = main(["replay", str(shared_dataset("tau-bench/gpt-4o-airline.dev.json")), "--limit", "3",
                  "--systems", "none,bm25,hindsight", "--out", str(out), "--set", "embedder.model=hashing-256"])
     assert code == 0
     text = capsys.readouterr().out
-    for token in ("ndcg@5", "bm25", "hindsight", "trigger rate", "queries"):
+    for token in ("ndcg@5", "bm25", "hindsight", "trigger rate", "queries", "MLflow run"):
         assert token in text
-    assert (out / "metrics.json").is_file() and set(HEADLINE) <= set(
-        json.loads((out / "metrics.json").read_text())["systems"]["bm25"])
+    saved = json.loads((out / "metrics.json").read_text())
+    assert set(HEADLINE) <= set(saved["systems"]["bm25"])
+    # MLflow is on by default, in the default store under the home folder (a temporary one in these tests)
+    assert (_own_home / "mlflow.db").is_file() and default_tracking_uri().endswith("/hindsight-home/mlflow.db")
+    client = MlflowClient(tracking_uri=default_tracking_uri())
+    [run] = client.search_runs([client.get_experiment_by_name("hindsight-replay").experiment_id])
+    assert run.data.params["dataset.sha256"] == saved["dataset"]["sha256"]
+    assert run.data.metrics["bm25.hit_at_3"] == saved["systems"]["bm25"]["hit@3"]

@@ -1,0 +1,63 @@
+"""An embedder that answers known texts from vectors computed ahead, in batches.
+
+A replay knows every text it will embed one at a time (each episode's instruction and stored summary) before it
+starts; embedding them one by one costs a forward pass each, embedding them in batches of ``batch_size`` costs a
+fraction of that. Nothing leaks: a vector is only a function of its text, and which texts are in a store still
+depends only on what the replay wrote. Texts that were not prefetched (a reflection's rule) go to the wrapped
+embedder.
+
+Examples:
+    >>> from hindsight_lab.embed import HashingEmbedder
+    >>> inner = HashingEmbedder(dim=16)
+    >>> emb = PrefetchedEmbedder(inner, ["refund order 42", "book a flight"])
+    >>> bool((emb.embed(["book a flight"]) == inner.embed(["book a flight"])).all()), emb.name() == inner.name()
+    (True, True)
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any, Iterable, Sequence
+
+import numpy as np
+
+from hindsight_lab.embed._base import BaseEmbedder, check_texts
+
+
+class PrefetchedEmbedder(BaseEmbedder):
+    """Wraps ``inner``; ``texts`` are embedded at construction, in the inner embedder's batches.
+
+    Args:
+        inner: the embedder whose vectors these are (its name, dimension and tokenizer are reported).
+        texts: texts to embed ahead (duplicates are embedded once).
+    """
+
+    def __init__(self, inner: Any, texts: Iterable[str]) -> None:
+        self.wrapped = inner
+        self.query_cache_size = int(getattr(inner, "query_cache_size", 1024))
+        unique = list(dict.fromkeys(texts))
+        vectors = inner.embed(unique) if unique else np.zeros((0, 0), dtype=np.float32)
+        self._known: dict[str, np.ndarray] = dict(zip(unique, vectors))
+        self.misses = 0
+
+    def name(self) -> str:
+        return str(self.wrapped.name())
+
+    @property
+    def dim(self) -> int:
+        return int(self.wrapped.dim)
+
+    def tokenizer_path(self) -> Path | None:
+        """The wrapped embedder's tokenizer folder, so the token counter is the same."""
+        fn = getattr(self.wrapped, "tokenizer_path", None)
+        return fn() if callable(fn) else None
+
+    def embed(self, texts: Sequence[str]) -> np.ndarray:
+        texts = check_texts(texts, "embed")
+        missing = [t for t in dict.fromkeys(texts) if t not in self._known]
+        if missing:
+            self.misses += len(missing)
+            self._known.update(zip(missing, self.wrapped.embed(missing)))
+        if not texts:
+            return np.zeros((0, self.dim), dtype=np.float32)
+        return np.stack([self._known[t] for t in texts]).astype(np.float32, copy=True)

@@ -15,7 +15,7 @@ from __future__ import annotations
 import logging
 from contextlib import contextmanager
 from dataclasses import dataclass, field, replace
-from datetime import datetime, timedelta
+from datetime import datetime
 from typing import TYPE_CHECKING, Any, Callable, Iterable, Iterator, Sequence
 
 import numpy as np
@@ -32,7 +32,7 @@ from .retrieve.paths import TaskTypeIndex, TriggerIndex
 from .retrieve.recall import RECALLED_BUCKETS, Candidates, features, recall
 from .retrieve.rerank import rerank
 from .retrieve.result import SearchResult
-from .summary import derive_task_type, summarise
+from .summary import summarise
 from .trace import Episode
 from .types import Hit, Kind, MemoryRecord, ScoreTerms, WriteResult, new_id, utcnow
 from .working import WorkingMemory

@@ -157,8 +157,9 @@ class ScoreTerms:
     total: float
 
     def as_dict(self) -> dict[str, float]:
-        return {"semantic": self.semantic, "lexical": self.lexical, "task_type": self.task_type, "confidence": self.confidence,
-                "recency": self.recency, "redundancy": self.redundancy, "total": self.total}
+        return {"semantic": self.semantic, "lexical": self.lexical, "task_type": self.task_type,
+                "confidence": self.confidence, "recency": self.recency, "redundancy": self.redundancy,
+                "total": self.total}
 
 
 @dataclass(frozen=True, slots=True)

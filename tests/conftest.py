@@ -20,6 +20,14 @@ from hindsight_lab.embed import HashingEmbedder, SentenceTransformerEmbedder
 from support import T0  # noqa: F401  (re-exported for tests that take it from here)
 
 
+@pytest.fixture(autouse=True)
+def _own_home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """Default stores (MLflow, demo) of every test go to a temporary folder, never to the user's home."""
+    home = tmp_path / "hindsight-home"
+    monkeypatch.setenv("HINDSIGHT_LAB_HOME", str(home))
+    return home
+
+
 @pytest.fixture(scope="session")
 def minilm() -> SentenceTransformerEmbedder:
     """The packaged all-MiniLM-L6-v2, loaded once per session."""

@@ -7,8 +7,8 @@ candidate a ``lexical`` rerank feature, its BM25 score divided by the best score
 The index lives in process and is rebuilt from the store on open, like the task-type and trigger indexes. Records
 are added and removed one at a time (a store grows by one episode at a time, so a static index such as ``bm25s``
 would be rebuilt on every write). Scoring is Lucene's BM25 (as ``bm25s`` computes it, which a test checks):
-``idf = ln(1 + (N − df + 0.5) / (df + 0.5))`` times ``tf / (tf + k1 · (1 − b + b · dl / avgdl))``. Tokens are lower-cased alphanumeric runs without English
-stopwords (the list ``bm25s`` uses for its baseline).
+``idf = ln(1 + (N − df + 0.5) / (df + 0.5))`` times ``tf / (tf + k1 · (1 − b + b · dl / avgdl))``. Tokens are
+lower-cased alphanumeric runs without English stopwords (the list ``bm25s`` uses for its baseline).
 
 Examples:
     >>> idx = LexicalIndex()

@@ -7,7 +7,7 @@ import re
 
 import pytest
 
-from hindsight_lab import Kind, LabConfig, MemorySystem
+from hindsight_lab import LabConfig, MemorySystem
 from hindsight_lab.cli import main
 from hindsight_lab.datasets import load
 from support import shared_dataset

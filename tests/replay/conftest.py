@@ -1,4 +1,4 @@
-"""Replay tests: a home folder of their own (the CLI logs to MLflow by default), and a synthetic trace writer."""
+"""Replay tests: a synthetic trace writer."""
 
 from __future__ import annotations
 
@@ -21,14 +21,6 @@ _ASKS = {"refund": "refund my order for the broken {x}", "booking": "book a flig
          "cancel": "cancel my reservation to {x}", "address": "change my shipping address to {x} street",
          "baggage": "add a checked bag to my trip to {x}"}
 _PLACES = ["Paris", "Berlin", "Tokyo", "Denver", "Austin", "Lima", "Oslo", "Rome", "Cairo", "Seoul"]
-
-
-@pytest.fixture(autouse=True)
-def _own_home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    """Default stores (MLflow) of these tests go to a temporary folder, never to the user's home."""
-    home = tmp_path / "hindsight-home"
-    monkeypatch.setenv("HINDSIGHT_LAB_HOME", str(home))
-    return home
 
 
 def write_traces(path: Path, n_tasks: int, trials: int, seed: int = 0) -> Path:

@@ -141,17 +141,24 @@ class WeightsConfig(_Section):
 
 
 class ClassifierConfig(_Section):
-    """The light task-type classifier used when a query comes without task_type: a similarity-weighted vote of
-    the nearest stored episodes (those recalled by the vector path), which abstains when unsure."""
+    """The light task-type classifier used when a query comes without task_type, trained on stored episodes (each
+    labelled with the task type derived from its tools); it abstains when unsure."""
 
     enabled: bool = Field(True, json_schema_extra=_affects(RECALL))
     """Infer the query's task_type when the caller gives none."""
+    method: Literal["knn", "logistic"] = Field("knn", json_schema_extra=_affects(RECALL))
+    """``knn``: a similarity-weighted vote of the ``k`` nearest stored episodes (the vector path's neighbours);
+    ``logistic``: logistic regression over TF-IDF of the stored instructions with names, places, numbers and
+    e-mail addresses masked (:mod:`hindsight_lab.retrieve.classify`). ``logistic`` resists lexical lures better
+    (synthetic lures), ``knn`` ranked better on tau-bench, whose task types derived from failed runs are noisy."""
+    max_per_type: int = Field(50, ge=1, json_schema_extra=_affects(RECALL))
+    """``logistic``: the newest episodes of each task type it learns from."""
     k: int = Field(10, ge=1, json_schema_extra=_affects(RECALL))
-    """Nearest episodes that vote."""
+    """``knn``: nearest episodes that vote."""
     min_votes: int = Field(2, ge=1, json_schema_extra=_affects(RECALL))
-    """Abstain unless at least this many neighbours carry the winning task_type."""
+    """Abstain unless the winning task_type has at least this many stored examples (``knn``: among the voters)."""
     min_share: float = Field(0.5, ge=0, le=1, json_schema_extra=_affects(RECALL))
-    """Abstain unless the winning task_type has more than this share of the vote weight."""
+    """Abstain unless the winning task_type's probability (``knn``: share of the vote weight) is above this."""
 
 
 class RetrievalConfig(_Section):

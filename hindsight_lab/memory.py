@@ -27,6 +27,7 @@ from .inputs import parse_memory_input
 from .protocols import BUCKETS
 from .reflect.pipeline import ReflectionOutcome, ReflectionPipeline
 from .retrieve.inject import fit_budget, render
+from .retrieve.classify import TaskTypeClassifier
 from .retrieve.lexical import LexicalIndex
 from .retrieve.paths import TaskTypeIndex, TriggerIndex
 from .retrieve.recall import RECALLED_BUCKETS, Candidates, features, recall
@@ -114,6 +115,8 @@ class MemorySystem:
         self._task_types = TaskTypeIndex()
         self._triggers = TriggerIndex()
         self._lexical = LexicalIndex()
+        c = self.config_.retrieval.classifier
+        self._classifier = TaskTypeClassifier(c.max_per_type, c.min_votes, c.min_share)
         self._bucket_of: dict[str, str] = {}
         self._counts: dict[str, int] = {b: 0 for b in BUCKETS}
         self._episode_ids: dict[str, str] = {}
@@ -136,9 +139,12 @@ class MemorySystem:
             self._task_types.remove(rec.id)
             self._triggers.remove(rec.id)
             self._lexical.remove(rec.id)
+            self._classifier.remove(rec.id)
             return
         self._task_types.add(rec.id, rec.task_type, rec.created_at.timestamp(), bucket)
         self._lexical.add(rec.id, rec.embed_text, bucket)
+        if rec.kind is Kind.EPISODE:
+            self._classifier.add(rec.id, rec.embed_text, rec.task_type, rec.created_at.timestamp())
         if rec.kind is Kind.RULE:
             self._triggers.add(rec.id, rec.trigger, rec.domain)
         if rec.kind is Kind.EPISODE and rec.source_episode_ids:
@@ -151,6 +157,7 @@ class MemorySystem:
         self._task_types.remove(record_id)
         self._triggers.remove(record_id)
         self._lexical.remove(record_id)
+        self._classifier.remove(record_id)
 
     def _ready(self) -> None:
         if not hasattr(self, "config_"):
@@ -440,7 +447,8 @@ class MemorySystem:
         now = self._now(now)
         q = self.embedder.embed_query(query)
         cands = recall(self.store, self._counts, self._task_types, self._triggers, q, query, cfg,
-                       task_type=task_type, domain=domain, overlay=self._pending, lexical=self._lexical)
+                       task_type=task_type, domain=domain, overlay=self._pending, lexical=self._lexical,
+                       classifier=self._classifier)
         embs = cands.matrix()
         forced = cands.forced
         w = cfg.weights

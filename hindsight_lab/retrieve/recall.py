@@ -18,6 +18,7 @@ import numpy as np
 
 from ..config import RetrievalConfig
 from ..types import MemoryRecord
+from .classify import TaskTypeClassifier
 from .lexical import LexicalIndex
 from .paths import TaskTypeIndex, TriggerIndex, infer_task_type
 from .rerank import FEATURES, recency
@@ -69,11 +70,13 @@ class Candidates:
 
 def recall(store: Any, counts: Mapping[str, int], task_types: TaskTypeIndex, triggers: TriggerIndex,
            q: np.ndarray, query: str, cfg: RetrievalConfig, *, task_type: str | None, domain: str | None,
-           overlay: Mapping[str, MemoryRecord] | None = None, lexical: LexicalIndex | None = None) -> Candidates:
+           overlay: Mapping[str, MemoryRecord] | None = None, lexical: LexicalIndex | None = None,
+           classifier: TaskTypeClassifier | None = None) -> Candidates:
     """Run the vector, keyword, task-type and trigger paths; infer the query's task_type when not given.
 
     ``overlay`` replaces stored records by newer in-process versions (pending bookkeeping). Without a ``lexical``
-    index there is no keyword path and every lexical feature is 0.
+    index there is no keyword path and every lexical feature is 0. ``classifier`` infers the task type when
+    ``retrieval.classifier.method`` is ``logistic`` (without one, the ``knn`` vote is used).
     """
     overlay = overlay or {}
     out = Candidates()
@@ -99,7 +102,10 @@ def recall(store: Any, counts: Mapping[str, int], task_types: TaskTypeIndex, tri
     if task_type is None:
         if cfg.classifier.enabled:
             c = cfg.classifier
-            task_type, share = infer_task_type(votes, k=c.k, min_votes=c.min_votes, min_share=c.min_share)
+            if c.method == "logistic" and classifier is not None:
+                task_type, share = classifier.predict(query)
+            else:
+                task_type, share = infer_task_type(votes, k=c.k, min_votes=c.min_votes, min_share=c.min_share)
             out.task_type_source, out.task_type_share = ("inferred" if task_type else "abstained"), share
         else:
             out.task_type_source, out.task_type_share = "off", 0.0

@@ -1,0 +1,80 @@
+"""The lexical-lure evaluation: verdicts per injected list, the summary, and a measured run on real Chroma with the
+real MiniLM."""
+
+from __future__ import annotations
+
+import os
+import tempfile
+
+import pytest
+
+from hindsight_lab import LabConfig
+from hindsight_lab.datasets.synthetic import generate
+from hindsight_lab.replay.lures import LureReport, classify_injected, evaluate_lures, lure_pairs
+from hindsight_lab.replay.systems import Injected
+
+
+def test_classify_injected_names_what_ranked_first():
+    pair = lure_pairs(generate("lures", n=1, seed=0))[0]
+    types = {e.episode_id: e.task_type for e in (*pair.memories, pair.query)}
+    same = next(e for e in pair.background if e.task_type == pair.query.task_type)
+    other = next(e for e in pair.background if e.task_type != pair.query.task_type)
+
+    def inj(*items):
+        return [Injected(f"m{i}", kind, srcs, 10) for i, (kind, srcs) in enumerate(items)]
+
+    right, lure = (pair.right.episode_id,), (pair.lure.episode_id,)
+    c = classify_injected(inj(("episode", right), ("episode", lure)), pair, types)
+    assert (c["first"], c["top1"], c["right_rank"], c["lure_rank"]) == ("right", "right", 1, 2)
+    c = classify_injected(inj(("rule", (same.episode_id, pair.right.episode_id)), ("episode", lure)), pair, types)
+    assert (c["first"], c["top1"], c["top1_kind"]) == ("lure", "same_type", "rule")
+    # a rule that merely cites the right memory among others is not the right memory itself
+    c = classify_injected(inj(("candidate", (other.episode_id, pair.right.episode_id, pair.lure.episode_id))),
+                          pair, types)
+    assert (c["first"], c["top1"]) == ("neither", "other_type")
+    assert classify_injected([], pair, types)["top1"] == "empty"
+    c = classify_injected(inj(("episode", (same.episode_id,)), ("episode", right)), pair, types)
+    assert (c["first"], c["top1"], c["right_rank"], c["lure_rank"]) == ("right", "same_type", 2, None)
+    # intent: a stored episode of the query's type before the lure counts, one of another type does not
+    c = classify_injected(inj(("episode", (same.episode_id,)), ("episode", lure)), pair, types)
+    assert (c["first"], c["intent_first"]) == ("lure", "intent")
+    c = classify_injected(inj(("episode", (other.episode_id,)), ("episode", lure), ("episode", right)), pair, types)
+    assert (c["first"], c["intent_first"]) == ("lure", "lure")
+
+
+def test_lure_summary_counts_only_pairs_where_bm25_was_lured():
+    rows = [("p1", "bm25", "lure", "lure"), ("p1", "hindsight", "right", "right"),
+            ("p2", "bm25", "lure", "same_type"), ("p2", "hindsight", "lure", "lure"),
+            ("p3", "bm25", "right", "right"), ("p3", "hindsight", "right", "same_type")]
+    report = LureReport([{"pair": p, "system": s, "first": f, "top1": t} for p, s, f, t in rows])
+    s = report.summary()
+    assert s["pairs"] == 3 and s["bm25_lure_first"] == 2 and s["bm25_lure_top1"] == 1
+    assert s["hindsight_right_first"] == 0.5 and s["hindsight_lure_first"] == 0.5
+    assert s["hindsight_top1_right"] == 1.0 and s["hindsight_right_first_all_pairs"] == pytest.approx(2 / 3)
+
+
+@pytest.mark.slow
+def test_lure_evaluation_on_more_than_fifty_pairs(minilm):
+    """The article's lexical-lure case on real Chroma with the real MiniLM, one fresh store per pair.
+
+    Measured when written (seed 0, 52 pairs, default config): bm25 is lured on 52/52 and hindsight injects the
+    right memory first on 0/52. Its task-type vote mostly abstains (the nearest instructions by MiniLM are the
+    lure's and its neighbours'), and even with the task type given, the default weights (semantic 0.5 + lexical 0.2
+    against task_type 0.2) keep the lure first. The project's target is ≥ 90 %: this test checks the measurement
+    itself, not the target; raise the assertion to the target once the engine meets it."""
+    pairs = lure_pairs(generate("lures", n=52, seed=0))
+    # 52 fresh embedded Chroma stores: on a RAM disk where there is one (twice as fast as a real disk here)
+    with tempfile.TemporaryDirectory(dir="/dev/shm" if os.path.isdir("/dev/shm") else None) as workdir:
+        report = evaluate_lures(pairs, embedder=minilm, config=LabConfig(), workdir=workdir)
+    s = report.summary()
+    assert s["pairs"] == 52 and s["bm25_lure_first"] >= 50
+    lured = [r["pair"] for r in report.rows if r["system"] == "bm25" and r["first"] == "lure"]
+    hs = report.first("hindsight")
+    assert s["hindsight_right_first"] == sum(hs[p] == "right" for p in lured) / len(lured)
+    assert 0.0 <= s["hindsight_right_first"] + s["hindsight_lure_first"] <= 1.0
+    for r in report.rows:  # ranks agree with the verdicts
+        if r["first"] == "right":
+            assert r["right_rank"] is not None and (r["lure_rank"] is None or r["right_rank"] < r["lure_rank"])
+        if r["first"] == "lure":
+            assert r["lure_rank"] is not None and (r["right_rank"] is None or r["lure_rank"] < r["right_rank"])
+    print(f"\nlure evaluation: {s}")

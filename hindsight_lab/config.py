@@ -92,7 +92,7 @@ class EpisodeConfig(_Section):
     """Confidence of an episode record whose outcome is failure (failures still carry lessons)."""
     read_only_prefixes: tuple[str, ...] = Field(
         ("get", "search", "list", "find", "lookup", "read", "fetch", "query", "calculate", "think", "check",
-         "view", "show", "transfer", "finish", "answer", "respond"),
+         "verify", "quote", "view", "show", "transfer", "finish", "answer", "respond"),
         json_schema_extra=_affects(WRITE, RECALL))
     """Tool names starting with one of these (case-insensitive, before ``_`` or a capital) only read or talk; the
     task_type derived from an episode is the sorted set of the *other* tools it called (``read_only`` when

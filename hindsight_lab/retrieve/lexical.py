@@ -52,8 +52,9 @@ def tokenize(text: str) -> list[str]:
 class LexicalIndex:
     """An incremental BM25 index of record ids (see module docstring).
 
-    Postings are compact ``array`` columns (slot, term frequency) per term, so 100k records with a few dozen
-    terms each cost tens of MB, not hundreds; a removed record leaves its slot empty until a compaction.
+    Postings are compact ``array`` columns (slot, term frequency) per term, and nothing else is kept per record but
+    its id, bucket and length, so 100k records cost tens of MB. A removed record's slot is marked dead (it scores 0
+    and counts in no statistic) until more than half the slots are dead and the postings are compacted.
 
     Args:
         k1: term-frequency saturation.
@@ -65,8 +66,8 @@ class LexicalIndex:
         self._slot: dict[str, int] = {}  # record id → slot
         self._ids: list[str | None] = []  # slot → record id (None: removed)
         self._bucket: list[str] = []
-        self._terms: list[tuple[str, ...]] = []  # slot → its distinct terms (for removal)
         self._len = array("l")
+        self._alive = array("b")
         self._postings: dict[str, tuple[array, array]] = {}  # term → (slots, tfs)
         self._total_len = 0
 
@@ -89,9 +90,9 @@ class LexicalIndex:
         self._slot[record_id] = slot
         self._ids.append(record_id)
         self._bucket.append(bucket)
-        self._terms.append(tuple(terms))
         length = sum(terms.values())
         self._len.append(length)
+        self._alive.append(1)
         self._total_len += length
         for term, tf in terms.items():
             slots, tfs = self._postings.setdefault(term, (array("l"), array("d")))
@@ -103,47 +104,53 @@ class LexicalIndex:
         slot = self._slot.pop(record_id, None)
         if slot is None:
             return
-        for term in self._terms[slot]:
-            slots, tfs = self._postings[term]
-            at = slots.index(slot)
-            del slots[at], tfs[at]
-            if not slots:
-                del self._postings[term]
         self._total_len -= self._len[slot]
-        self._ids[slot], self._terms[slot], self._len[slot] = None, (), 0
+        self._ids[slot], self._alive[slot] = None, 0
         if len(self._ids) > 64 and len(self._slot) < len(self._ids) // 2:
             self._compact()
 
     def _compact(self) -> None:
-        old_ids, old_bucket, old_len = self._ids, self._bucket, self._len
-        remap = {old: new for new, old in enumerate(s for s, rid in enumerate(old_ids) if rid is not None)}
-        self._ids = [rid for rid in old_ids if rid is not None]
-        self._bucket = [old_bucket[s] for s in remap]
-        self._terms = [self._terms[s] for s in remap]
-        self._len = array("l", (old_len[s] for s in remap))
+        alive = np.frombuffer(self._alive, dtype=np.int8).astype(bool)
+        remap = np.cumsum(alive) - 1
+        self._ids = [rid for rid in self._ids if rid is not None]
+        self._bucket = [b for b, keep in zip(self._bucket, alive) if keep]
+        self._len = array("l", (n for n, keep in zip(self._len, alive) if keep))
+        self._alive = array("b", [1] * len(self._ids))
         self._slot = {rid: i for i, rid in enumerate(self._ids)}  # type: ignore[misc]
-        for slots, _ in self._postings.values():
-            for i, s in enumerate(slots):
-                slots[i] = remap[s]
+        for term in list(self._postings):
+            slots = np.frombuffer(self._postings[term][0], dtype=np.int64)
+            tfs = np.frombuffer(self._postings[term][1], dtype=np.float64)
+            keep = alive[slots]
+            if keep.any():
+                self._postings[term] = (array("l", remap[slots[keep]].tolist()), array("d", tfs[keep].tolist()))
+            else:
+                del self._postings[term]
 
     def scores(self, query: str) -> np.ndarray:
-        """BM25 score of every slot for the query (empty slots score 0)."""
+        """BM25 score of every slot for the query (dead slots score 0 and count in no document frequency)."""
         out = np.zeros(len(self._ids))
         n = len(self._slot)
         if not n:
             return out
         avgdl = self._total_len / n or 1.0
-        lengths = np.frombuffer(self._len, dtype=np.int64) if len(self._len) else np.zeros(0, dtype=np.int64)
+        lengths = np.frombuffer(self._len, dtype=np.int64)
+        alive = np.frombuffer(self._alive, dtype=np.int8)
+        complete = n == len(self._ids)
         for term in set(tokenize(query)):
             if term not in self._postings:
                 continue
             raw_slots, raw_tfs = self._postings[term]
             slots = np.frombuffer(raw_slots, dtype=np.int64)
             tf = np.frombuffer(raw_tfs, dtype=np.float64)
+            if not complete:
+                live = alive[slots].astype(bool)
+                slots, tf = slots[live], tf[live]
+            if not len(slots):
+                continue
             idf = math.log(1.0 + (n - len(slots) + 0.5) / (len(slots) + 0.5))
             out[slots] += idf * tf / (tf + self.k1 * (1 - self.b + self.b * lengths[slots] / avgdl))
-            del slots, tf  # release the buffers: the arrays grow again on the next add
-        del lengths
+            del slots, tf, raw_slots, raw_tfs  # release the buffers: the arrays grow again on the next add
+        del lengths, alive
         return out
 
     def top(self, scores: np.ndarray, n: int) -> list[tuple[str, str]]:
@@ -151,7 +158,10 @@ class LexicalIndex:
         positive = np.flatnonzero(scores > 0)
         if not len(positive) or n <= 0:
             return []
-        best = positive[np.argsort(-scores[positive], kind="stable")[:n]]
+        if len(positive) > n:  # the n best without sorting the rest (ties at the cut broken by slot)
+            part = np.argpartition(-scores[positive], n - 1)[:n]
+            positive = np.sort(positive[part])
+        best = positive[np.argsort(-scores[positive], kind="stable")]
         return [(self._ids[s], self._bucket[s]) for s in best]  # type: ignore[misc]
 
     def score_of(self, scores: np.ndarray, record_id: str) -> float:

@@ -111,23 +111,30 @@ def recall(store: Any, counts: Mapping[str, int], task_types: TaskTypeIndex, tri
             out.task_type_source, out.task_type_share = "off", 0.0
     out.task_type = task_type
 
-    def fetch(wanted: list[tuple[str, str]], path: str) -> None:
-        by_bucket: dict[str, list[str]] = {}
-        for rid, bucket in wanted:
-            if rid in out:
-                out.paths[out._pos[rid]].append(path)
-            else:
-                by_bucket.setdefault(bucket, []).append(rid)
-        for bucket, ids in by_bucket.items():
-            for rec, emb in store.get(bucket, ids):
-                add(rec, emb, float(emb @ q), path)
-
+    # the keyword, task-type and trigger paths: one store read per bucket for all of their new records
+    wanted: list[tuple[str, str, str]] = []  # (record id, bucket, path)
     if lexical is not None and best > 0:
-        fetch(lexical.top(bm25, cfg.path_depth), "keyword")
+        wanted += [(rid, bucket, "keyword") for rid, bucket in lexical.top(bm25, cfg.path_depth)]
     if task_type is not None:
-        fetch(task_types.newest(task_type, cfg.path_depth), "task_type")
+        wanted += [(rid, bucket, "task_type") for rid, bucket in task_types.newest(task_type, cfg.path_depth)]
     out.triggered = triggers.match(query, task_type, domain)
-    fetch([(rid, "rule") for rid in out.triggered], "trigger")
+    wanted += [(rid, "rule", "trigger") for rid in out.triggered]
+    paths_of: dict[str, list[str]] = {}
+    by_bucket: dict[str, list[str]] = {}
+    for rid, bucket, path in wanted:
+        if rid in out:
+            out.paths[out._pos[rid]].append(path)
+        elif rid in paths_of:
+            paths_of[rid].append(path)
+        else:
+            paths_of[rid] = [path]
+            by_bucket.setdefault(bucket, []).append(rid)
+    for bucket, ids in by_bucket.items():
+        for rec, emb in store.get(bucket, ids):
+            first, *more = paths_of[rec.id]
+            add(rec, emb, float(emb @ q), first)
+            if rec.id in out:
+                out.paths[out._pos[rec.id]].extend(more)
     return out
 
 

@@ -77,10 +77,6 @@ class LexicalIndex:
     def __contains__(self, record_id: str) -> bool:
         return record_id in self._slot
 
-    def bucket(self, record_id: str) -> str | None:
-        slot = self._slot.get(record_id)
-        return None if slot is None else self._bucket[slot]
-
     def add(self, record_id: str, text: str, bucket: str) -> None:
         """Index (or re-index) a record's text."""
         if record_id in self._slot:

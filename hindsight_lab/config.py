@@ -380,7 +380,7 @@ class LabConfig(_Section):
         try:
             return cls.model_validate(dict(data or {}))
         except ValidationError as exc:
-            raise ConfigError(_describe(exc, source)) from None
+            raise ConfigError(describe_validation_error(exc, source)) from None
 
     @classmethod
     def from_yaml(cls, path: str | Path) -> "LabConfig":
@@ -498,7 +498,7 @@ class LabConfig(_Section):
 
 
 # --------------------------------------------------------------------------------------------------- helpers
-def _describe(exc: ValidationError, source: str) -> str:
+def describe_validation_error(exc: ValidationError, source: str) -> str:
     parts = []
     for err in exc.errors():
         loc = ".".join(str(p) for p in err["loc"]) or "<root>"

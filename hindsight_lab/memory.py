@@ -26,13 +26,13 @@ from .errors import MemoryNotFound, StoreError, ValidationError
 from .inputs import parse_memory_input
 from .protocols import BUCKETS
 from .reflect.pipeline import ReflectionOutcome, ReflectionPipeline
-from .retrieve.inject import fit_budget, render
+from .retrieve.inject import SECTIONS, fit_budget, render, render_line, section_of
 from .retrieve.classify import TaskTypeClassifier
 from .retrieve.lexical import LexicalIndex
 from .retrieve.paths import TaskTypeIndex, TriggerIndex
-from .retrieve.recall import RECALLED_BUCKETS, Candidates, features, recall
+from .retrieve.recall import RECALLED_BUCKETS, Candidates, ages_days, features, recall
 from .retrieve.rerank import rerank
-from .retrieve.result import SearchResult
+from .retrieve.result import CandidateSet, SearchResult
 from .summary import summarise
 from .trace import Episode
 from .types import Hit, Kind, MemoryRecord, ScoreTerms, WriteResult, new_id, utcnow
@@ -425,8 +425,8 @@ class MemorySystem:
 
     # ------------------------------------------------------------------ search
     def search(self, query: str, *, task_type: str | None = None, domain: str | None = None,
-               top_k: int | None = None, now: datetime | None = None, task_id: str | None = None
-               ) -> SearchResult:
+               top_k: int | None = None, now: datetime | None = None, task_id: str | None = None,
+               explain: bool = False) -> SearchResult:
         """Three-path recall, weighted rerank, token budget (DESIGN §3).
 
         Args:
@@ -436,6 +436,7 @@ class MemorySystem:
             top_k: overrides ``retrieval.top_k``.
             now: the clock for recency and bookkeeping.
             task_id: recorded in the debug_trace of every injected record.
+            explain: also return every candidate with its features (``SearchResult.candidates``).
         """
         self._ready()
         if not isinstance(query, str) or not query.strip():
@@ -451,13 +452,12 @@ class MemorySystem:
                        classifier=self._classifier)
         embs = cands.matrix()
         forced = cands.forced
-        w = cfg.weights
+        feats = features(cands, now, cfg.recency_half_life_days)
         # einsum, not the @ of a threaded BLAS: its spinning worker threads slowed the next query encoding ~2x on
         # a busy 2-core machine (bench profile); the matrix is at most a few dozen rows
-        ranked = rerank(features(cands, now, cfg.recency_half_life_days), np.einsum("ik,jk->ij", embs, embs),
-                        w.vector(),
-                        top_k=k, min_score=cfg.min_score, forced=forced, max_forced=cfg.max_triggered,
-                        min_relative=cfg.min_relative_score)
+        sim = np.einsum("ik,jk->ij", embs, embs)
+        ranked = rerank(feats, sim, cfg.weights.vector(), top_k=k, min_score=cfg.min_score, forced=forced,
+                        max_forced=cfg.max_triggered, min_relative=cfg.min_relative_score)
 
         working = self._working.records() if self._working else []
         ordered = working + [cands.records[i] for i in ranked.order]
@@ -470,9 +470,16 @@ class MemorySystem:
         injection = render([ordered[j] for j in kept], self.tokens_.count, [line_tokens[j] for j in kept])
         if cfg.track_retrievals:
             self._track(hits, cands, query, task_id, now)
+        detail = self._candidate_set(cands, feats, sim, now) if explain else None
         return SearchResult(query, cands.task_type, cands.task_type_source, float(cands.task_type_share), hits,
                             injection, working=[ordered[j] for j in kept if j < len(working)],
-                            n_candidates=len(cands))
+                            n_candidates=len(cands), candidates=detail)
+
+    def _candidate_set(self, cands: Candidates, feats: np.ndarray, sim: np.ndarray, now: datetime) -> CandidateSet:
+        count = self.tokens_.count
+        return CandidateSet(list(cands.records), [tuple(p) for p in cands.paths], feats, ages_days(cands, now), sim,
+                            cands.forced, np.array([count(render_line(r)) for r in cands.records], dtype=np.int64),
+                            np.array([SECTIONS.index(section_of(r)) for r in cands.records], dtype=np.int64))
 
     def _track(self, hits: list[Hit], cands: Candidates, query: str, task_id: str | None, now: datetime) -> None:
         limit = self.config_.retrieval.debug_trace_max

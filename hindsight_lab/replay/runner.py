@@ -152,7 +152,7 @@ def _replay(path: Path, fmt: str | None, dataset: dict[str, Any], *, systems: Se
                           for c in convs for q in c.questions}
             judgements = Judgements.from_qrels(qrels, candidates)
             turns = [turn_to_episode(t) for c in convs for t in c.turns]
-            embedder, prefetch_s = _prefetch(embedder, turns, [q.question for c in convs for q in c.questions],
+            embedder, prefetch_s = prefetch(embedder, turns, [q.question for c in convs for q in c.questions],
                                              config)
             dataset.update(n_episodes=sum(len(c.turns) for c in convs), conversations=len(convs),
                            questions=len(qrels), skipped_category5=sum(c.skipped_category5 for c in convs),
@@ -163,7 +163,7 @@ def _replay(path: Path, fmt: str | None, dataset: dict[str, Any], *, systems: Se
         else:
             episodes, _ = load(path, format=fmt or "auto", strict=not skip_invalid, limit_tasks=limit)
             judgements = Judgements.from_episodes(episodes)
-            embedder, prefetch_s = _prefetch(embedder, episodes, [], config)
+            embedder, prefetch_s = prefetch(embedder, episodes, [], config)
             systems_now = make()
             try:
                 run = run_episodes(episodes, systems_now, query_ids=set(judgements.query_ids),
@@ -176,7 +176,7 @@ def _replay(path: Path, fmt: str | None, dataset: dict[str, Any], *, systems: Se
     return run, judgements
 
 
-def _prefetch(embedder: Any, episodes: Sequence[Any], queries: Sequence[str], config: LabConfig
+def prefetch(embedder: Any, episodes: Sequence[Any], queries: Sequence[str], config: LabConfig
               ) -> tuple[Any, float]:
     """Embed ahead, in batches, the texts the systems will embed one by one: each episode's instruction (query
     and hindsight's key) and stored summary (the baselines' text), and the questions."""

@@ -168,11 +168,17 @@ class BM25TopK(_EpisodeTexts):
 class Hindsight:
     """This system on its own fresh store."""
 
-    def __init__(self, mem: Any, name: str = "hindsight", top_k: int = 10, reflect: bool = True) -> None:
+    def __init__(self, mem: Any, name: str = "hindsight", top_k: int = 10, reflect: bool = True,
+                 capture: bool = False) -> None:
         self.name, self.mem, self.top_k, self.reflect = name, mem, top_k, reflect
+        self.captured: list[Any] | None = [] if capture else None
+        """With ``capture``: every recall's :class:`~hindsight_lab.retrieve.result.CandidateSet`, in call order
+        (one per episode; what the sweep's evaluator caches)."""
 
     def recall(self, query: str, now: datetime) -> list[Injected]:
-        res = self.mem.search(query, top_k=self.top_k, now=now)
+        res = self.mem.search(query, top_k=self.top_k, now=now, explain=self.captured is not None)
+        if self.captured is not None:
+            self.captured.append(res.candidates)
         return [Injected(h.id, h.record.kind.value, h.record.source_episode_ids, h.tokens) for h in res.hits]
 
     def observe(self, episode: Episode, now: datetime) -> None:
@@ -230,10 +236,11 @@ BASELINES = ("none", "dense", "bm25")
 
 
 def build_systems(names: Sequence[str], *, config: LabConfig, embedder: Any, top_k: int, token_budget: int,
-                  root: str, configs: Mapping[str, LabConfig] | None = None, retrieval_effects: bool = False
-                  ) -> list[ReplaySystem]:
+                  root: str, configs: Mapping[str, LabConfig] | None = None, retrieval_effects: bool = False,
+                  capture: bool = False) -> list[ReplaySystem]:
     """Fresh systems for one replay. Names are ``none``, ``dense``, ``bm25``, ``hindsight`` or any name listed in
     ``configs`` (several hindsight configs side by side); each hindsight system gets its own store under ``root``.
+    With ``capture``, hindsight systems keep every recall's candidates (:attr:`Hindsight.captured`).
     """
     import uuid
 
@@ -258,7 +265,7 @@ def build_systems(names: Sequence[str], *, config: LabConfig, embedder: Any, top
             store = ChromaStore(namespace=f"{name[:20]}-{uuid.uuid4().hex[:8]}",
                                 path=f"{root}/{name}-{uuid.uuid4().hex[:8]}")
             mem = MemorySystem(cfg, store=store, embedder=embedder, ids=SeededIds(name)).open()
-            out.append(Hindsight(mem, name=name, top_k=top_k))
+            out.append(Hindsight(mem, name=name, top_k=top_k, capture=capture))
         else:
             known = list(BASELINES) + ["hindsight"] + sorted(configs or {})
             raise ValueError(f"unknown system {name!r}; expected one of {known}")

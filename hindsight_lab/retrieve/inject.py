@@ -11,6 +11,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Callable, Sequence
 
+import numpy as np
+
 from ..types import Kind, MemoryRecord
 
 HEADERS = {"rules": "## General rules (from past experience)",
@@ -52,6 +54,10 @@ class Injection:
         return self.text
 
 
+SECTIONS: tuple[str, ...] = tuple(HEADERS)
+"""Section codes of :func:`keep_within_budget` (index into this tuple)."""
+
+
 def fit_budget(records: Sequence[MemoryRecord], must: Sequence[bool], budget: int,
                count: Callable[[str], int]) -> tuple[list[int], list[int]]:
     """Indices of ``records`` (already in rank order) that fit ``budget``, and each one's line tokens.
@@ -61,23 +67,49 @@ def fit_budget(records: Sequence[MemoryRecord], must: Sequence[bool], budget: in
     Returns the kept indices in their original order and the token count of every record's line.
     """
     line_tokens = [count(render_line(r)) for r in records]
-    header_tokens = {name: count(text) for name, text in HEADERS.items()}
-    used, opened, kept = 0, set(), []
+    if not records:
+        return [], line_tokens
+    header_tokens = np.array([count(HEADERS[name]) for name in SECTIONS])
+    sections = np.array([[SECTIONS.index(section_of(r)) for r in records]])
+    kept = keep_within_budget(np.array([line_tokens]), sections, np.array([must], dtype=bool),
+                              header_tokens, budget)
+    return np.flatnonzero(kept[0]).tolist(), line_tokens
 
-    def cost(i: int) -> int:
-        sec = section_of(records[i])
-        return line_tokens[i] + (0 if sec in opened else header_tokens[sec])
 
-    for i in [i for i, m in enumerate(must) if m] + [i for i, m in enumerate(must) if not m]:
-        c = cost(i)
-        if used + c > budget:
-            if must[i]:
-                continue  # the budget wins over a guarantee; a shorter forced record may still fit
-            break
-        used += c
-        opened.add(section_of(records[i]))
-        kept.append(i)
-    return sorted(kept), line_tokens
+def keep_within_budget(line_tokens: np.ndarray, sections: np.ndarray, must: np.ndarray, header_tokens: np.ndarray,
+                       budget: int | np.ndarray, valid: np.ndarray | None = None) -> np.ndarray:
+    """The budget rule of :func:`fit_budget` for many ranked lists at once (one per row; the sweep's evaluator).
+
+    Args:
+        line_tokens, sections, must: ``(C, k)``: per listed record, its line tokens, section code (index into
+            :data:`SECTIONS`) and whether it is placed first.
+        header_tokens: ``(3,)`` tokens of each section header.
+        budget: tokens available to the block (one for all rows, or ``(C,)``).
+        valid: ``(C, k)`` which slots hold a record (default all).
+
+    Returns:
+        ``(C, k)`` boolean mask of the kept records.
+    """
+    c, k = line_tokens.shape
+    valid = np.ones((c, k), dtype=bool) if valid is None else valid
+    first = np.argsort(~(must & valid), axis=1, kind="stable")  # placed first, then the rest, each in rank order
+    rows = np.arange(c)
+    used = np.zeros(c, dtype=np.int64)
+    opened = np.zeros((c, len(SECTIONS)), dtype=bool)
+    stopped = np.zeros(c, dtype=bool)
+    kept = np.zeros((c, k), dtype=bool)
+    for j in range(k):
+        pos = first[:, j]
+        sec = sections[rows, pos]
+        cost = line_tokens[rows, pos] + np.where(opened[rows, sec], 0, header_tokens[sec])
+        live = valid[rows, pos] & ~stopped
+        fits = used + cost <= budget
+        take = live & fits
+        stopped |= live & ~fits & ~must[rows, pos]  # the budget wins over a guarantee; others end the block
+        used += np.where(take, cost, 0)
+        opened[rows[take], sec[take]] = True
+        kept[rows, pos] = take
+    return kept
 
 
 def render(records: Sequence[MemoryRecord], count: Callable[[str], int],

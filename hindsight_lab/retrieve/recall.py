@@ -138,16 +138,21 @@ def recall(store: Any, counts: Mapping[str, int], task_types: TaskTypeIndex, tri
     return out
 
 
+def ages_days(c: Candidates, now: datetime) -> np.ndarray:
+    """Each candidate's age in days on ``now``'s clock, from last_confirmed_at, else created_at."""
+    return np.asarray([(now - (r.last_confirmed_at or r.created_at)) / timedelta(days=1) for r in c.records],
+                      dtype=np.float64)
+
+
 def features(c: Candidates, now: datetime, half_life_days: float) -> np.ndarray:
     """``(n, 5)`` rerank features (columns :data:`~hindsight_lab.retrieve.rerank.FEATURES`): semantic (cosine
     clipped to [0, 1]), lexical (BM25 score over the best in the store), task_type match (0/1), confidence, and
-    recency ``0.5 ** (age / half_life)`` with age from last_confirmed_at, else created_at."""
+    recency ``0.5 ** (age / half_life)`` with the age of :func:`ages_days`."""
     if not len(c):
         return np.zeros((0, len(FEATURES)))
-    ages = [(now - (r.last_confirmed_at or r.created_at)) / timedelta(days=1) for r in c.records]
     return np.column_stack([
         np.clip(np.asarray(c.similarity, dtype=np.float64), 0.0, 1.0),
         np.asarray(c.lexical, dtype=np.float64),
         [1.0 if c.task_type is not None and r.task_type == c.task_type else 0.0 for r in c.records],
         [r.confidence for r in c.records],
-        recency(np.asarray(ages), half_life_days)])
+        recency(ages_days(c, now), half_life_days)])

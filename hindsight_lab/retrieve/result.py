@@ -5,6 +5,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+import numpy as np
+
 from ..types import Hit, MemoryRecord
 from .inject import Injection
 
@@ -14,6 +16,30 @@ if TYPE_CHECKING:
 
 FRAME_COLUMNS = ["rank", "id", "tag", "layer", "kind", "paths", "forced", "semantic", "lexical", "task_type_match",
                  "confidence", "recency", "redundancy", "total", "tokens", "task_type", "content"]
+
+
+@dataclass(frozen=True, slots=True)
+class CandidateSet:
+    """Everything the rerank and the budget saw for one search (``search(..., explain=True)``): what the sweep's
+    evaluator caches per query to score other weights without searching again.
+
+    ``features`` has the columns of :data:`~hindsight_lab.retrieve.rerank.FEATURES` (recency at the searched
+    config's half-life; ``ages_days`` recomputes it for another), ``similarity`` is the candidates' pairwise cosine,
+    ``forced`` marks triggered rules, ``line_tokens`` and ``sections`` (codes of
+    :data:`~hindsight_lab.retrieve.inject.SECTIONS`) are what the budget charges.
+    """
+
+    records: list[MemoryRecord]
+    paths: list[tuple[str, ...]]
+    features: np.ndarray
+    ages_days: np.ndarray
+    similarity: np.ndarray
+    forced: np.ndarray
+    line_tokens: np.ndarray
+    sections: np.ndarray
+
+    def __len__(self) -> int:
+        return len(self.records)
 
 
 @dataclass(frozen=True, slots=True)
@@ -32,6 +58,8 @@ class SearchResult:
     injection: Injection
     working: list[MemoryRecord] = field(default_factory=list)
     n_candidates: int = 0
+    candidates: CandidateSet | None = None
+    """Only with ``search(..., explain=True)``."""
 
     @property
     def ids(self) -> list[str]:

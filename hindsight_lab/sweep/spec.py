@@ -1,0 +1,231 @@
+"""The sweep spec: a YAML file naming the data, the split, the base config, the search space and the objective.
+
+Everything is checked when the spec is loaded, before any replay or MLflow run: unknown fields, values the config
+refuses (e.g. a negative weight), empty spaces, unknown metrics and samplers, missing dataset files.
+
+Example (``experiments/rerank_weights.yaml`` is the worked one)::
+
+    name: rerank-weights
+    datasets:
+      - {path: ../../shared/datasets/tau-bench/gpt-4o-airline.dev.json, format: tau-bench}
+    split: {test_fraction: 0.3, seed: 0}     # queries partitioned by task_id
+    base: {config: configs/default.yaml}     # relative to this file; optional `set:` overrides
+    sampler: tpe                             # grid | random | list | tpe
+    trials: 200
+    seed: 0
+    objective: {metric: ndcg@5, direction: maximize}
+    space:
+      retrieval.weights.semantic: {low: 0.0, high: 1.0}
+      retrieval.min_relative_score: {values: [0.0, 0.6, 0.75]}
+"""
+
+from __future__ import annotations
+
+import itertools
+from pathlib import Path
+from typing import Any, Literal, Mapping
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+
+from ..config import LabConfig, describe_validation_error
+from ..errors import ConfigError
+from ..replay.report import METRICS
+from .evaluate import EXTRA, is_fast
+
+
+class _Strict(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+
+class DatasetSpec(_Strict):
+    path: str
+    """Dataset file, relative to the spec file."""
+    format: str = "auto"
+    limit: int | None = Field(None, ge=1)
+    """Keep the first N whole tasks."""
+    skip_invalid: bool = False
+
+
+class SplitSpec(_Strict):
+    test_fraction: float = Field(0.3, ge=0.0, lt=1.0)
+    """Share of task_ids whose queries are held out as test (0: no test split)."""
+    seed: int = 0
+
+
+class BaseSpec(_Strict):
+    config: str | None = None
+    """LabConfig YAML, relative to the spec file (default: LabConfig())."""
+    set: dict[str, Any] = {}
+    """Dotted overrides applied to it."""
+
+
+class ObjectiveSpec(_Strict):
+    metric: str = "ndcg@5"
+    direction: Literal["maximize", "minimize"] = "maximize"
+
+
+class ParamSpec(_Strict):
+    """One dimension: a list of ``values`` (grid, random, tpe), or a range ``low``..``high`` (random, tpe; grid
+    needs ``step``), ``log`` for a log-uniform range, ``int`` for integers."""
+
+    values: list[Any] | None = None
+    low: float | None = None
+    high: float | None = None
+    step: float | None = Field(None, gt=0)
+    log: bool = False
+    int: bool = False
+
+    @model_validator(mode="after")
+    def _shape(self) -> "ParamSpec":
+        if self.values is not None:
+            if self.low is not None or self.high is not None:
+                raise ValueError("give either values or low/high, not both")
+            if not self.values:
+                raise ValueError("values is empty")
+        elif self.low is None or self.high is None:
+            raise ValueError("give values, or both low and high")
+        elif self.low > self.high:
+            raise ValueError(f"low {self.low} is above high {self.high}")
+        elif self.log and self.low <= 0:
+            raise ValueError("a log range needs low > 0")
+        return self
+
+    def grid(self) -> list[Any]:
+        if self.values is not None:
+            return list(self.values)
+        if self.step is None:
+            raise ValueError("a grid over a range needs step (or give values)")
+        n = int(round((self.high - self.low) / self.step)) + 1  # type: ignore[operator]
+        vals = [self.low + i * self.step for i in range(n)]  # type: ignore[operator]
+        return [int(round(v)) for v in vals] if self.int else [round(v, 12) for v in vals]
+
+    def bounds(self) -> list[Any]:
+        """Values that must all be acceptable to the config (the ends of a range, every listed value)."""
+        if self.values is not None:
+            return list(self.values)
+        return [int(self.low), int(self.high)] if self.int else [self.low, self.high]  # type: ignore[arg-type]
+
+
+class MlflowSpec(_Strict):
+    uri: str | None = None
+    """Tracking URI (default: the project's store, see ``hindsight_lab.tracking``)."""
+    experiment: str = "hindsight-sweeps"
+    child_runs: int = Field(50, ge=0)
+    """Every trial is a child run up to this many trials; above it only the top ``top_n`` are (every trial is in
+    the parent's ``trials.csv``)."""
+    top_n: int = Field(20, ge=0)
+
+
+class SweepSpec(_Strict):
+    name: str
+    datasets: list[DatasetSpec] = Field(min_length=1)
+    split: SplitSpec = SplitSpec()
+    base: BaseSpec = BaseSpec()
+    sampler: Literal["grid", "random", "list", "tpe"] = "tpe"
+    trials: int = Field(100, ge=1)
+    seed: int = 0
+    batch_size: int = Field(50, ge=1)
+    """Trials asked from the sampler at once (TPE): each batch is scored in one vectorised evaluation."""
+    objective: ObjectiveSpec = ObjectiveSpec()
+    space: dict[str, ParamSpec] = {}
+    configs: list[dict[str, Any]] = []
+    """The trials of the ``list`` sampler: dotted overrides of the base config, one mapping per trial."""
+    top_k: int = Field(10, ge=1)
+    token_budget: int | None = Field(None, ge=1)
+    """Shared by every trial unless swept (default: the base config's)."""
+    mlflow: MlflowSpec = MlflowSpec()
+
+    folder: Path = Field(Path("."), exclude=True)
+    """Where relative paths start (the spec file's folder)."""
+
+    # ------------------------------------------------------------------ loading
+    @classmethod
+    def from_yaml(cls, path: str | Path) -> "SweepSpec":
+        import yaml
+
+        path = Path(path)
+        try:
+            data = yaml.safe_load(path.read_text(encoding="utf-8"))
+        except FileNotFoundError:
+            raise ConfigError(f"{path}: sweep spec not found") from None
+        except yaml.YAMLError as exc:
+            raise ConfigError(f"{path}: not valid YAML: {exc}") from None
+        if not isinstance(data, dict):
+            raise ConfigError(f"{path}: expected a mapping at the top level")
+        return cls.from_dict(data, folder=path.parent, source=str(path))
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any], *, folder: str | Path = ".", source: str = "sweep spec"
+                  ) -> "SweepSpec":
+        try:
+            spec = cls.model_validate({**data, "folder": Path(folder)})
+        except ValidationError as exc:
+            raise ConfigError(describe_validation_error(exc, source).replace("invalid config", "invalid sweep spec")) from None
+        spec.check(source)
+        return spec
+
+    # ------------------------------------------------------------------ checks
+    def base_config(self) -> LabConfig:
+        cfg = LabConfig.from_yaml(self.resolve(self.base.config)) if self.base.config else LabConfig()
+        return cfg.with_params(self.base.set) if self.base.set else cfg
+
+    def resolve(self, relative: str) -> Path:
+        p = Path(relative)
+        return p if p.is_absolute() else self.folder / p
+
+    def check(self, source: str = "sweep spec") -> None:
+        """Everything a run would trip over later, named, before anything runs."""
+        base = self.base_config()
+        known = set(base.flat())
+        if self.objective.metric not in (*METRICS, *EXTRA):
+            raise ConfigError(f"{source}: objective.metric: unknown metric {self.objective.metric!r}; "
+                              f"expected one of {[*METRICS, *EXTRA]}")
+        for ds in self.datasets:
+            if not self.resolve(ds.path).is_file():
+                raise ConfigError(f"{source}: datasets: file not found: {ds.path} (relative to the spec's folder)")
+        if self.sampler == "list":
+            if not self.configs:
+                raise ConfigError(f"{source}: configs: the list sampler needs at least one config")
+            fields = {k for c in self.configs for k in c}
+        else:
+            if not self.space:
+                raise ConfigError(f"{source}: space: empty search space (name at least one dotted config field)")
+            fields = set(self.space)
+        for name in sorted(fields):
+            if name not in known:
+                close = [k for k in sorted(known) if k.split(".")[-1] == name.split(".")[-1]]
+                hint = f"; did you mean {close[0]!r}?" if close else ""
+                raise ConfigError(f"{source}: space: unknown config field {name!r}{hint}")
+        for name, param in self.space.items():
+            if self.sampler == "grid":
+                try:
+                    param.grid()
+                except ValueError as exc:
+                    raise ConfigError(f"{source}: space.{name}: {exc}") from None
+            for value in param.bounds():
+                try:
+                    base.with_params({name: value})
+                except ConfigError as exc:
+                    raise ConfigError(f"{source}: space.{name}: value {value!r} is not allowed: "
+                                      f"{str(exc).split(': invalid config: ')[-1]}") from None
+        for i, overrides in enumerate(self.configs):
+            try:
+                base.with_params(overrides)
+            except ConfigError as exc:
+                raise ConfigError(f"{source}: configs[{i}]: {str(exc).split(': invalid config: ')[-1]}") from None
+
+    # ------------------------------------------------------------------ views
+    @property
+    def fields(self) -> list[str]:
+        if self.sampler == "list":
+            return sorted({k for c in self.configs for k in c})
+        return list(self.space)
+
+    @property
+    def replay_fields(self) -> list[str]:
+        """Swept fields that change what is stored or recalled: trials are grouped by their values."""
+        return [f for f in self.fields if not is_fast(f)]
+
+    def grid(self) -> list[dict[str, Any]]:
+        names = list(self.space)
+        return [dict(zip(names, combo)) for combo in itertools.product(*(self.space[n].grid() for n in names))]

@@ -1,0 +1,89 @@
+"""Sweep specs are checked before anything runs; samplers and the dev/test split are deterministic."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+import yaml
+
+from hindsight_lab.errors import ConfigError
+from hindsight_lab.sweep import SweepSpec, run_sweep, split_queries
+from hindsight_lab.sweep.samplers import make_sampler
+
+REPO = Path(__file__).resolve().parents[2]
+
+
+def _spec(tmp_path: Path, **changes) -> dict:
+    data = tmp_path / "traces.jsonl"
+    data.write_text("", encoding="utf-8")
+    spec = {"name": "t", "datasets": [{"path": "traces.jsonl"}], "sampler": "random", "trials": 4,
+            "space": {"retrieval.weights.semantic": {"low": 0.0, "high": 1.0}}}
+    spec.update(changes)
+    return spec
+
+
+@pytest.mark.parametrize("changes, expected", [
+    ({"space": {"retrieval.weights.semantik": {"low": 0, "high": 1}}},
+     "unknown config field 'retrieval.weights.semantik'"),
+    ({"space": {"retrieval.weights.lexical": {"low": -0.5, "high": 1}}}, "space.retrieval.weights.lexical: value -0.5"),
+    ({"space": {}}, "empty search space"),
+    ({"space": {"retrieval.weights.lexical": {"values": []}}}, "values is empty"),
+    ({"space": {"retrieval.weights.lexical": {"low": 1, "high": 0}}}, "low 1.0 is above high 0.0"),
+    ({"objective": {"metric": "ndcg@7x"}}, "objective.metric: unknown metric"),
+    ({"datasets": [{"path": "missing.jsonl"}]}, "file not found: missing.jsonl"),
+    ({"sampler": "grid"}, "a grid over a range needs step"),
+    ({"sampler": "list", "configs": [{"retrieval.top_k": 0}]}, "configs[0]"),
+    ({"sampler": "annealing"}, "sampler"),
+])
+def test_bad_spec_fails_before_any_run(tmp_path: Path, changes: dict, expected: str) -> None:
+    spec_file = tmp_path / "spec.yaml"
+    spec_file.write_text(yaml.safe_dump(_spec(tmp_path, **changes)), encoding="utf-8")
+    with pytest.raises(ConfigError) as err:
+        run_sweep(SweepSpec.from_yaml(spec_file), mlflow=True, tracking_uri=f"sqlite:///{tmp_path / 'ml.db'}")
+    assert expected in str(err.value)
+    assert not (tmp_path / "ml.db").exists()  # no MLflow store, so no run was created
+
+
+def test_worked_example_loads() -> None:
+    spec = SweepSpec.from_dict(yaml.safe_load((REPO / "experiments" / "rerank_weights.yaml").read_text()),
+                               folder=REPO / "experiments") if (REPO.parent / "shared").is_dir() else None
+    if spec is None:
+        pytest.skip("the shared datasets are not beside the project")
+    assert spec.fields[0] == "retrieval.weights.semantic" and spec.replay_fields == []
+
+
+def test_grid_random_and_tpe_samplers(tmp_path: Path) -> None:
+    grid = SweepSpec.from_dict(_spec(tmp_path, sampler="grid", space={
+        "retrieval.weights.semantic": {"low": 0.0, "high": 1.0, "step": 0.5},
+        "dedup.similarity": {"values": [0.8, 0.9]}}), folder=tmp_path)
+    trials = make_sampler(grid).ask(100)
+    assert len(trials) == 6 and {t[1]["retrieval.weights.semantic"] for t in trials} == {0.0, 0.5, 1.0}
+    assert grid.replay_fields == ["dedup.similarity"]
+
+    rnd = SweepSpec.from_dict(_spec(tmp_path, space={"retrieval.weights.semantic": {"low": 0.1, "high": 0.2},
+                                                     "retrieval.max_triggered": {"low": 0, "high": 3, "int": True}}),
+                              folder=tmp_path)
+    a, b = make_sampler(rnd).ask(20), make_sampler(rnd).ask(20)
+    assert a == b  # seeded
+    assert all(0.1 <= p["retrieval.weights.semantic"] <= 0.2 and p["retrieval.max_triggered"] in range(4)
+               for _, p in a)
+
+    tpe = make_sampler(SweepSpec.from_dict(_spec(tmp_path, sampler="tpe"), folder=tmp_path))
+    asked = tpe.ask(12)
+    for number, params in asked:
+        tpe.tell(number, params["retrieval.weights.semantic"])
+    later = tpe.ask(30)
+    assert all(0.0 <= p["retrieval.weights.semantic"] <= 1.0 for _, p in later)
+    # the model-based sampler learns: after being told larger is better, it proposes larger values on average
+    first = sum(p["retrieval.weights.semantic"] for _, p in asked) / len(asked)
+    assert sum(p["retrieval.weights.semantic"] for _, p in later) / len(later) > first
+
+
+def test_split_is_by_task_and_deterministic() -> None:
+    groups = {f"q{i}": f"task{i % 7}" for i in range(40)}
+    s1, s2 = split_queries(groups, 0.3, seed=1), split_queries(groups, 0.3, seed=1)
+    assert s1 == s2 and sorted(s1["dev"] + s1["test"]) == sorted(groups)
+    test_tasks = {groups[q] for q in s1["test"]}
+    assert len(test_tasks) == 2 and not test_tasks & {groups[q] for q in s1["dev"]}
+    assert split_queries(groups, 0.0, seed=1)["test"] == []

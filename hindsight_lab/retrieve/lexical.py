@@ -132,7 +132,7 @@ class LexicalIndex:
         lengths = np.frombuffer(self._len, dtype=np.int64)
         alive = np.frombuffer(self._alive, dtype=np.int8)
         complete = n == len(self._ids)
-        for term in set(tokenize(query)):
+        for term in dict.fromkeys(tokenize(query)):  # query order: sums identical in every process
             if term not in self._postings:
                 continue
             raw_slots, raw_tfs = self._postings[term]

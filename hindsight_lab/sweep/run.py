@@ -73,7 +73,8 @@ class SweepResult:
     Attributes:
         trials: one row per trial: ``number``, ``status`` (ok | invalid), ``error``, ``group``, the swept fields,
             ``dev.<metric>`` and ``test.<metric>`` (means over the split's queries, averaged over datasets).
-        best: number of the best trial on dev (None when no trial was valid).
+        best: number of the best trial on dev (None when no trial was valid); ties on the objective go to the
+            trial that injects fewer tokens (median on dev), then to the first.
         best_config: its config.
         comparison: rows ``base`` (the spec's base config), ``best`` and the baselines; columns ``dev.<metric>``,
             ``test.<metric>``.
@@ -99,8 +100,10 @@ class SweepResult:
         return f"dev.{self.spec.objective.metric}"
 
     def top(self, n: int = 5) -> "pd.DataFrame":
+        """The ``n`` best valid trials, ordered as the choice is made (objective, then fewer tokens, then number)."""
         ok = self.trials[self.trials["status"] == "ok"]
-        return ok.sort_values(self.objective, ascending=self.spec.objective.direction == "minimize",
+        return ok.sort_values([self.objective, "dev.tokens_median", "number"],
+                              ascending=[self.spec.objective.direction == "minimize", True, True],
                               kind="stable").head(n)
 
 
@@ -249,9 +252,10 @@ def _budgeted(params: Mapping[str, Any], spec: SweepSpec) -> dict[str, Any]:
 
 
 def _best(rows: Sequence[Mapping[str, Any]], spec: SweepSpec) -> Mapping[str, Any]:
+    """The best row on dev; among equal objectives, the one injecting fewer tokens (median), then the first."""
     key = f"dev.{spec.objective.metric}"
     sign = -1.0 if spec.objective.direction == "maximize" else 1.0
-    return min(rows, key=lambda r: (sign * r[key], r["number"]))
+    return min(rows, key=lambda r: (sign * r[key], r.get("dev.tokens_median", 0.0), r["number"]))
 
 
 def _compare(spec: SweepSpec, base: LabConfig, best: LabConfig | None, datasets: Sequence[_Dataset],

@@ -1,0 +1,76 @@
+"""``hindsight-lab bench --sweep``: how fast the cached evaluator scores rerank configs, against a full replay.
+
+Prints (and returns) the time of one full replay of the default config (the ``hindsight`` system alone, after the
+model is loaded), the one replay that fills the cache, the evaluation of N random weight configs in one vectorised
+sweep, the MLflow logging of that sweep (separately), and the per-config speed-up.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+DEFAULT_DATASET = "../shared/datasets/tau-bench/gpt-4o-airline.dev.json"
+WEIGHTS = ("semantic", "lexical", "task_type", "confidence", "recency", "redundancy")
+
+
+def add_sweep_bench_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--sweep", action="store_true", help="benchmark the sweep's cached evaluator instead")
+    parser.add_argument("--sweep-dataset", default=DEFAULT_DATASET,
+                        help=f"dataset of --sweep (default {DEFAULT_DATASET}, relative to the current folder)")
+    parser.add_argument("--sweep-format", default="auto", help="its format (default: detected)")
+    parser.add_argument("--sweep-configs", type=int, default=1000, help="random weight configs (default 1000)")
+
+
+def run_sweep_bench(dataset: str | Path, *, fmt: str = "auto", configs: int = 1000, seed: int = 0) -> dict[str, Any]:
+    from ..config import LabConfig
+    from ..embed import make_embedder
+    from ..replay.runner import run_replay
+    from .run import run_sweep
+    from .spec import SweepSpec
+
+    dataset = Path(dataset).resolve()
+    cfg = LabConfig()
+    t = time.perf_counter()
+    embedder = make_embedder(cfg.embedder.model, device=cfg.embedder.device, threads=cfg.embedder.threads)
+    embedder.embed(["warm up"])
+    load_s = time.perf_counter() - t
+
+    t = time.perf_counter()
+    full = run_replay(dataset, format=fmt, systems=["hindsight"], config=cfg, embedder=embedder)
+    full_s = time.perf_counter() - t
+
+    with tempfile.TemporaryDirectory(prefix="hindsight-bench-sweep-") as tmp:
+        spec = SweepSpec.from_dict({
+            "name": "bench", "datasets": [{"path": str(dataset), "format": fmt}], "sampler": "random",
+            "trials": configs, "batch_size": configs, "seed": seed,
+            "space": {f"retrieval.weights.{w}": {"low": 0.0, "high": 1.0} for w in WEIGHTS},
+            "mlflow": {"uri": f"sqlite:///{Path(tmp) / 'mlflow.db'}", "experiment": "bench"}}, folder=tmp)
+        result = run_sweep(spec, embedder=embedder, baselines=False)
+    t = result.timing
+    per_config = t["eval_s"] / configs
+    return {"dataset": dataset.name, "queries": int(full.metrics["judging"]["queries"]), "configs": configs,
+            "model_load_s": load_s, "full_replay_s": full_s, "cache_replay_s": t["capture_s"],
+            "evaluation_s": t["eval_s"], "mlflow_s": t["mlflow_s"], "per_config_ms": per_config * 1000,
+            "speedup_per_config": full_s / per_config if per_config else float("inf"),
+            "speedup_with_cache_amortised": full_s / ((t["capture_s"] + t["eval_s"]) / configs),
+            "best_dev_ndcg@5": float(result.comparison.loc["best", "dev.ndcg@5"]),
+            "targets": {"evaluation_s<=60": t["eval_s"] <= 60, "speedup>=100": full_s / per_config >= 100}}
+
+
+def run_sweep_bench_cli(args: argparse.Namespace) -> int:
+    out = run_sweep_bench(args.sweep_dataset, fmt=args.sweep_format, configs=args.sweep_configs)
+    print(f"sweep evaluator on {out['dataset']} ({out['queries']} queries), {out['configs']} random weight configs")
+    print(f"  full replay of one config   {out['full_replay_s']:8.2f} s  (hindsight alone, model loaded)")
+    print(f"  replay filling the cache    {out['cache_replay_s']:8.2f} s  (once per group of stored-state fields)")
+    print(f"  evaluation of all configs   {out['evaluation_s']:8.2f} s  ({out['per_config_ms']:.2f} ms per config)")
+    print(f"  MLflow logging              {out['mlflow_s']:8.2f} s")
+    print(f"  speed-up per config         {out['speedup_per_config']:8.0f} x  "
+          f"({out['speedup_with_cache_amortised']:.0f} x with the cache replay amortised)")
+    print("  targets: " + ", ".join(f"{k} {'met' if v else 'MISSED'}" for k, v in out["targets"].items()))
+    print(json.dumps(out, default=str))
+    return 0

@@ -503,10 +503,30 @@ def add_bench_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--model", default="all-MiniLM-L6-v2", help="embedding model (default: the packaged MiniLM)")
     parser.add_argument("--out", help="JSON file (default <HINDSIGHT_LAB_HOME>/bench/bench-<timestamp>.json)")
     parser.add_argument("--cache-dir", help="corpus embedding cache (default <HINDSIGHT_LAB_HOME>/bench/cache)")
+    from .server.bench import add_mcp_bench_arguments
+
+    add_mcp_bench_arguments(parser)  # --mcp: concurrent MCP clients against a memory server
+    from .sweep.bench import add_sweep_bench_arguments
+
+    add_sweep_bench_arguments(parser)  # --sweep: the sweep's cached evaluator against full replays
+    parser.add_argument("--conflicts", type=int, metavar="N",
+                        help="time the conflict pass (HDBSCAN clustering, pairing, judging) on N generated rules")
 
 
 def run_bench_cli(args: argparse.Namespace) -> int:
     """Run the benchmark, print the table and write the JSON; 0 whether or not targets are met."""
+    if getattr(args, "conflicts", None):
+        from .conflicts.bench import run_conflict_bench_cli
+
+        return run_conflict_bench_cli(args)
+    if getattr(args, "sweep", False):
+        from .sweep.bench import run_sweep_bench_cli
+
+        return run_sweep_bench_cli(args)
+    if getattr(args, "mcp", False):
+        from .server.bench import run_mcp_bench_cli
+
+        return run_mcp_bench_cli(args)
     try:
         sizes = [int(s) for s in str(args.sizes).split(",") if s.strip()]
     except ValueError:

@@ -313,6 +313,11 @@ def _build_parser() -> argparse.ArgumentParser:
     from .server.cli import add_serve_arguments  # the command body lives there too
 
     add_serve_arguments(sub.add_parser("serve", help="MCP memory server (stdio, or streamable HTTP for many clients)"))
+    from .conflicts.cli import add_commands as add_conflict_commands  # maintain, conflicts
+    from .manage import add_commands as add_manage_commands  # memories, inspect
+
+    add_conflict_commands(sub)
+    add_manage_commands(sub)
     return parser
 
 

@@ -224,6 +224,75 @@ class DecayConfig(_Section):
         return v
 
 
+class LLMJudgeConfig(_Section):
+    """The optional LiteLLM contradiction judge: the reflector's model-config style, its own model and limits."""
+
+    model: str = Field("openai/gpt-4o-mini", json_schema_extra=_affects(WRITE))
+    """LiteLLM model string, e.g. ``openai/gpt-4o-mini``, ``ollama/llama3.1``, ``openai/x`` with ``api_base``."""
+    api_base: str | None = None
+    """Base URL of an OpenAI-compatible server (local servers, Ollama); None: the provider's default."""
+    api_key_env: str | None = None
+    """Name of the environment variable that holds the API key (the key itself never goes in a config)."""
+    temperature: float = Field(0.0, ge=0, le=2, json_schema_extra=_affects(WRITE))
+    """Sampling temperature."""
+    max_tokens: int = Field(200, ge=16)
+    """Completion token limit per judged pair."""
+    timeout_s: float = Field(30.0, gt=0)
+    """Timeout of one HTTP call."""
+    max_retries: int = Field(2, ge=0)
+    """Retries after a failed call (HTTP 5xx, 429, timeout), with exponential backoff; then the offline verdict
+    stands for that pair."""
+    backoff_s: float = Field(1.0, ge=0)
+    """First backoff delay; doubled after each retry."""
+    json_mode: bool = True
+    """Ask for ``response_format={"type": "json_object"}`` where the provider supports it."""
+
+
+class ConflictsConfig(_Section):
+    """The conflict pass of maintenance (article §7.2): cluster L3 rules and L2 candidates, find contradictions,
+    supersede a clearly stronger and newer rule's rival, flag close pairs so both are shown as conflicting."""
+
+    enabled: bool = Field(True, json_schema_extra=_affects(WRITE))
+    """Run the conflict pass (and the duplicate merge) in ``maintain``."""
+    metric: Literal["cosine", "euclidean"] = Field("cosine", json_schema_extra=_affects(WRITE))
+    """HDBSCAN metric: ``cosine`` (``algorithm="generic"``) or ``euclidean`` on L2-normalised vectors."""
+    min_cluster_size: int = Field(2, ge=2, json_schema_extra=_affects(WRITE))
+    """HDBSCAN ``min_cluster_size``: the smallest group of rules that counts as a cluster."""
+    min_samples: int = Field(1, ge=1, json_schema_extra=_affects(WRITE))
+    """HDBSCAN ``min_samples``: larger values call more rules noise."""
+    cluster_selection_epsilon: float = Field(0.0, ge=0, json_schema_extra=_affects(WRITE))
+    """HDBSCAN ``cluster_selection_epsilon`` (in the metric's distance): clusters closer than this are merged."""
+    cluster_pairs: int = Field(20, ge=0, json_schema_extra=_affects(WRITE))
+    """Each rule is compared with at most this many of the most similar rules of its own cluster."""
+    neighbours: int = Field(5, ge=0, json_schema_extra=_affects(WRITE))
+    """Each rule, noise included, is also compared with this many nearest rules whatever their cluster, so no
+    pair escapes the check by falling outside a cluster."""
+    min_similarity: float = Field(0.5, ge=-1, le=1, json_schema_extra=_affects(WRITE))
+    """Pairs less similar than this (cosine) are not compared."""
+    same_task_type: bool = Field(True, json_schema_extra=_affects(WRITE))
+    """Compare only rules of the same task_type when both have one."""
+    judge: Literal["offline", "litellm"] = Field("offline", json_schema_extra=_affects(WRITE))
+    """Who decides whether a pair contradicts: the offline detector (orderings, tools, negation, quantities) or
+    the LiteLLM judge (``conflicts.llm``; a pair it cannot answer keeps the offline verdict)."""
+    min_overlap: float = Field(0.6, gt=0, le=1, json_schema_extra=_affects(WRITE))
+    """Offline detector: share of one clause's content words the other rule must hold for a negation, tool or
+    quantity contradiction."""
+    supersede_margin: float = Field(0.1, ge=0, le=1, json_schema_extra=_affects(WRITE))
+    """The newer rule supersedes the older one when its strength (confidence × hits / (hits + evidence_prior))
+    exceeds the older one's by at least this; otherwise both are kept and flagged as conflicting."""
+    evidence_prior: float = Field(1.0, ge=0, json_schema_extra=_affects(WRITE))
+    """Pseudo-count that shrinks the strength of rules confirmed by few episodes (0: strength = confidence)."""
+    min_newer_days: float = Field(0.0, ge=0, json_schema_extra=_affects(WRITE))
+    """The superseding rule must have been confirmed (else created) more than this many days after the other."""
+    merge_duplicates: bool = Field(True, json_schema_extra=_affects(WRITE))
+    """Merge pairs at or above ``dedup.similarity`` that do not contradict and escaped dedup on write (e.g.
+    imported records), as dedup on write would have."""
+    block_contradicting_merge: bool = Field(True, json_schema_extra=_affects(WRITE))
+    """Dedup on write never merges a rule into one it contradicts (opposite orders embed close together)."""
+    llm: LLMJudgeConfig = LLMJudgeConfig()
+    """Settings of the LiteLLM judge."""
+
+
 class CompressConfig(_Section):
     """Episode → compressed trajectory, the only view of an episode a reflector gets (article §3.4, §8.1)."""
 
@@ -333,6 +402,40 @@ class Provenance(_Section):
     """hindsight_lab version that produced it."""
 
 
+class ServerConfig(_Section):
+    """The MCP memory server (``hindsight-lab serve``): tool names, input limits, maintenance, the bearer token.
+    How the service runs, not what memory does, so nothing here is exported."""
+
+    tool_prefix: str = Field("hindsight_", pattern=r"^[A-Za-z0-9_.-]{0,40}$")
+    """Prefix of the four tool names (``hindsight_memory_search`` …) against clashes with other MCP servers
+    (article §5.4); empty for the bare ``memory_*`` names."""
+    max_content_chars: int = Field(4000, ge=1)
+    """Longest ``content`` of a ``memory_write`` and longest feedback ``text``."""
+    max_query_chars: int = Field(2000, ge=1)
+    """Longest ``query`` of a ``memory_search``."""
+    max_field_chars: int = Field(500, ge=1)
+    """Longest short field: task_type, domain, ids, each counter-example and trigger keyword."""
+    max_list_items: int = Field(32, ge=0)
+    """Most counter-examples, and most keywords in each list of a trigger."""
+    max_top_k: int = Field(50, ge=1)
+    """Largest ``top_k`` a search may ask for."""
+    max_episode_steps: int = Field(500, ge=1)
+    """Most steps of an episode sent to ``memory_reflect``."""
+    max_episode_chars: int = Field(200_000, ge=100)
+    """Largest episode sent to ``memory_reflect``, as JSON characters."""
+    max_request_bytes: int = Field(1_048_576, ge=1024)
+    """Largest HTTP request body (streamable HTTP transport)."""
+    max_namespaces: int = Field(32, ge=1)
+    """Most namespaces one server process opens (each is a set of collections and in-process indexes)."""
+    maintenance_interval_s: float = Field(3600.0, ge=0)
+    """Seconds between runs of maintenance (decay, archive, conflicts) over every open namespace; the first run
+    comes one interval after start; 0 turns the schedule off."""
+    token_env: str = Field("HINDSIGHT_MCP_TOKEN", pattern=r"^[A-Za-z_][A-Za-z0-9_]*$")
+    """Name of the environment variable that holds the bearer token of the HTTP transport (never the token
+    itself). When it is set, every HTTP request needs ``Authorization: Bearer <token>``; a bind to a non-loopback
+    address is refused without it."""
+
+
 # --------------------------------------------------------------------------------------------------- LabConfig
 class LabConfig(_Section):
     """Everything that decides how hindsight memory writes, recalls and reflects.
@@ -361,8 +464,12 @@ class LabConfig(_Section):
     """Up/down feedback."""
     decay: DecayConfig = DecayConfig()
     """Decay and archive."""
+    conflicts: ConflictsConfig = ConflictsConfig()
+    """The conflict pass of maintenance: clustering, contradiction checks, resolution."""
     reflect: ReflectConfig = ReflectConfig()
     """Reflection: triggers, compression, validation, reflector."""
+    server: ServerConfig = ServerConfig()
+    """The MCP memory server: tool names, input limits, maintenance schedule, bearer token."""
     provenance: Provenance | None = None
     """Where this config came from (set by export)."""
 

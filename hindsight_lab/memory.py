@@ -21,6 +21,7 @@ from typing import TYPE_CHECKING, Any, Callable, Iterable, Iterator, Sequence
 import numpy as np
 
 from .config import LabConfig
+from .conflicts.inject import add_partners, shown_records
 from .decay import age_rule, l2_due_for_archive
 from .errors import MemoryNotFound, StoreError, ValidationError
 from .inputs import parse_memory_input
@@ -48,18 +49,28 @@ _FLUSH_AT = 256
 
 @dataclass(frozen=True, slots=True)
 class MaintenanceReport:
-    """Ids archived and decayed by :meth:`MemorySystem.maintain`."""
+    """What :meth:`MemorySystem.maintain` did: ids archived and decayed (DESIGN §2.6), and from the conflict pass
+    duplicates merged ``(id, survivor)``, rules superseded ``(old, successor, kind)`` and pairs flagged as
+    conflicting ``(a, b, kind)``; ``conflicts`` is the pass's plan (clusters, judged pairs), None when it is off."""
 
     now: datetime
     archived: list[str] = field(default_factory=list)
     decayed: list[str] = field(default_factory=list)
+    merged: list[tuple[str, str]] = field(default_factory=list)
+    superseded: list[tuple[str, str, str]] = field(default_factory=list)
+    flagged: list[tuple[str, str, str]] = field(default_factory=list)
+    conflicts: Any = None
 
     def to_frame(self) -> "pd.DataFrame":
+        """One row per action: id, action (archived, decayed, merged, superseded, flagged), other id, kind."""
         import pandas as pd
 
-        rows = [{"id": i, "action": "archived"} for i in self.archived]
-        rows += [{"id": i, "action": "decayed"} for i in self.decayed]
-        return pd.DataFrame(rows, columns=["id", "action"])
+        rows = [{"id": i, "action": "archived", "other": "", "kind": ""} for i in self.archived]
+        rows += [{"id": i, "action": "decayed", "other": "", "kind": ""} for i in self.decayed]
+        rows += [{"id": i, "action": "merged", "other": into, "kind": ""} for i, into in self.merged]
+        rows += [{"id": i, "action": "superseded", "other": by, "kind": k} for i, by, k in self.superseded]
+        rows += [{"id": a, "action": "flagged", "other": b, "kind": k} for a, b, k in self.flagged]
+        return pd.DataFrame(rows, columns=["id", "action", "other", "kind"])
 
 
 class MemorySystem:
@@ -350,8 +361,18 @@ class MemorySystem:
             if cfg.same_task_type and None not in (rec.task_type, other.task_type) \
                     and rec.task_type != other.task_type:
                 continue
+            if self._contradicts(rec, other):
+                continue  # opposite orders embed close together: never merge them (issue 6)
             return other, other_emb
         return None
+
+    def _contradicts(self, a: MemoryRecord, b: MemoryRecord) -> bool:
+        c = self.config_.conflicts
+        if not c.block_contradicting_merge:
+            return False
+        from .conflicts.detect import OfflineDetector
+
+        return OfflineDetector(min_overlap=c.min_overlap).judge(a.content, b.content).conflict
 
     def _merge_into(self, target: tuple[MemoryRecord, np.ndarray], new: MemoryRecord, bucket: str,
                     now: datetime) -> MemoryRecord:
@@ -450,6 +471,8 @@ class MemorySystem:
         cands = recall(self.store, self._counts, self._task_types, self._triggers, q, query, cfg,
                        task_type=task_type, domain=domain, overlay=self._pending, lexical=self._lexical,
                        classifier=self._classifier)
+        add_partners(cands, self.store, self._bucket_of, q, domain, self._pending)  # flagged rivals come along
+        shown = shown_records(cands.records, self._bucket_of.get)  # flagged records carry their conflict mark
         embs = cands.matrix()
         forced = cands.forced
         feats = features(cands, now, cfg.recency_half_life_days)
@@ -460,7 +483,7 @@ class MemorySystem:
                         max_forced=cfg.max_triggered, min_relative=cfg.min_relative_score)
 
         working = self._working.records() if self._working else []
-        ordered = working + [cands.records[i] for i in ranked.order]
+        ordered = working + [shown[i] for i in ranked.order]
         must = [True] * len(working) + [bool(forced[i]) for i in ranked.order]
         kept, line_tokens = fit_budget(ordered, must, cfg.token_budget, self.tokens_.count)
         kept_set = set(kept)
@@ -477,8 +500,9 @@ class MemorySystem:
 
     def _candidate_set(self, cands: Candidates, feats: np.ndarray, sim: np.ndarray, now: datetime) -> CandidateSet:
         count = self.tokens_.count
+        shown = shown_records(cands.records, self._bucket_of.get)  # line tokens as injected (conflict marks)
         return CandidateSet(list(cands.records), [tuple(p) for p in cands.paths], feats, ages_days(cands, now), sim,
-                            cands.forced, np.array([count(render_line(r)) for r in cands.records], dtype=np.int64),
+                            cands.forced, np.array([count(render_line(r)) for r in shown], dtype=np.int64),
                             np.array([SECTIONS.index(section_of(r)) for r in cands.records], dtype=np.int64))
 
     def _track(self, hits: list[Hit], cands: Candidates, query: str, task_id: str | None, now: datetime) -> None:
@@ -552,7 +576,7 @@ class MemorySystem:
         return new
 
     def maintain(self, now: datetime | None = None) -> MaintenanceReport:
-        """Decay and archive on the given clock (DESIGN §2.6)."""
+        """Decay and archive on the given clock (DESIGN §2.6), then the conflict pass (``conflicts.enabled``)."""
         self._ready()
         now = self._now(now)
         self.flush()
@@ -576,7 +600,19 @@ class MemorySystem:
             if ids:
                 self._archive(bucket, ids)
                 report.archived.extend(ids)
+        if self.config_.conflicts.enabled:
+            report = self._resolve_conflicts(now, report)
         return report
+
+    def _resolve_conflicts(self, now: datetime, report: MaintenanceReport) -> MaintenanceReport:
+        """The conflict pass (article §7.2, :mod:`hindsight_lab.conflicts`): cluster rules and candidates, merge
+        duplicates, archive superseded rules with a pointer to their successor, flag close contradictions."""
+        from .conflicts.apply import apply_plan
+        from .conflicts.scan import read_store, scan
+
+        plan = scan(*read_store(self.store), self.config_)
+        done = apply_plan(self, plan, now)
+        return replace(report, merged=done.merged, superseded=done.superseded, flagged=done.flagged, conflicts=plan)
 
     def _archive(self, bucket: str, ids: list[str]) -> None:
         pairs = self.store.get(bucket, ids)
@@ -585,6 +621,29 @@ class MemorySystem:
         self.store.delete(bucket, [r.id for r in recs])
         for rec in recs:
             self._index(rec, "archive")
+
+    def put_records(self, records: Sequence[MemoryRecord], embeddings: np.ndarray) -> None:
+        """Store records exactly as given, with their vectors: no dedup, no merge, archived ones to the archive.
+        For import and migration (:mod:`hindsight_lab.manage`); an existing id in the same bucket is replaced."""
+        self._ready()
+        self.flush()
+        by_bucket: dict[str, list[int]] = {}
+        for i, rec in enumerate(records):
+            by_bucket.setdefault("archive" if rec.archived else rec.kind.value, []).append(i)
+        emb = np.asarray(embeddings, dtype=np.float32)
+        for bucket, rows in by_bucket.items():
+            self.store.upsert(bucket, [records[i] for i in rows], emb[rows])
+            for i in rows:
+                self._index(records[i], bucket)
+
+    def delete(self, memory_id: str) -> MemoryRecord:
+        """Delete a record (archived ones included) and return it; :class:`MemoryNotFound` if there is none."""
+        self._ready()
+        self.flush()
+        rec, _, bucket = self._get(memory_id)
+        self.store.delete(bucket, [memory_id])
+        self._unindex(memory_id)
+        return rec
 
     def reembed(self, embedder: Any = None, *, show_progress: bool = False) -> dict[str, int]:
         """Rebuild every vector with ``embedder`` (default: the configured one) and record the new model.

@@ -1,0 +1,181 @@
+"""The offline contradiction detector: two rules contradict when their claims (:mod:`.claims`) do.
+
+Checks, in order (the first that fires gives the verdict's ``kind``):
+
+- **order**: one rule puts X before Y, the other Y before X (or says X-before-Y fails). Actions match when they
+  are the same tool, or share at least half of the smaller one's content words, and the match is unambiguous.
+- **negation**: a negated clause of one rule (its words after the cue among them) is mostly contained in a positive
+  clause of the other (``min_overlap`` of its content words, at least two, or a shared tool name).
+- **tool**: both rules name the tool they do a job with, the tools differ, and the jobs share ``min_overlap`` of
+  their content words.
+- **quantity**: the same unit in clauses about the same thing has incompatible values (disjoint intervals, or
+  the same kind of bound with another number); when both clauses carry words the other lacks ("economy" against
+  "business class"), they are taken to be about different cases.
+
+Conditions (*if*, *when*, *For … tasks*) must be compatible: when both rules have one they must share more than half
+of the smaller one's content words; when only one has a condition, half of its words must appear in the other rule.
+
+Examples:
+    >>> d = OfflineDetector()
+    >>> d.judge("Call lookup_order before issue_refund.", "Call issue_refund first, then lookup_order.").kind
+    'order'
+    >>> d.judge("Use get_flight_status for delays.", "Give delay times in local time.").conflict
+    False
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from .claims import Analysis, Event, analyse
+from .text import overlap
+
+KINDS: tuple[str, ...] = ("order", "negation", "tool", "quantity")
+
+
+@dataclass(frozen=True, slots=True)
+class Verdict:
+    """Whether two rules contradict, the kind of contradiction, a short reason, and who decided (``source``).
+    ``refuted`` is ``"a"`` or ``"b"`` when the other rule reports that rule's own claim failing (a run that did
+    what it says failed): evidence against it, which resolution counts (:mod:`.resolve`)."""
+
+    conflict: bool
+    kind: str | None = None
+    reason: str = ""
+    source: str = "offline"
+    refuted: str | None = None
+
+    def as_dict(self) -> dict[str, Any]:
+        return {"conflict": self.conflict, "kind": self.kind, "reason": self.reason, "source": self.source,
+                "refuted": self.refuted}
+
+
+def _match(a: Event, b: Event) -> float:
+    if a.ident and b.ident:
+        return 1.0 if a.ident == b.ident else 0.0
+    return overlap(a.stems, b.stems)
+
+
+def _name(e: Event) -> str:
+    return e.ident or " ".join(sorted(e.stems)[:4])
+
+
+class OfflineDetector:
+    """Contradiction checks on the text of two rules; deterministic, no network.
+
+    Args:
+        min_overlap: share of the smaller side's content words the other must hold for a negation, tool or
+            quantity contradiction (and for actions to match in an ordering, at least 0.5).
+        checks: which checks run (default every one of :data:`KINDS`).
+    """
+
+    name = "offline"
+
+    def __init__(self, min_overlap: float = 0.6, checks: tuple[str, ...] = KINDS) -> None:
+        self.min_overlap = min_overlap
+        self.checks = checks
+
+    @classmethod
+    def from_config(cls, cfg: Any) -> "OfflineDetector":
+        return cls(min_overlap=cfg.min_overlap)
+
+    def describe(self) -> dict[str, Any]:
+        return {"name": self.name, "args": {"min_overlap": self.min_overlap, "checks": list(self.checks)}}
+
+    def judge(self, a: str, b: str, task_type: str | None = None) -> Verdict:
+        """The verdict on rule texts ``a`` and ``b`` (symmetric; ``task_type`` is not needed offline)."""
+        if " ".join(a.lower().split()) == " ".join(b.lower().split()):
+            return Verdict(False, None, "same text")
+        x, y = analyse(a), analyse(b)
+        if not self._conditions_compatible(x, y):
+            return Verdict(False, None, "different conditions")
+        for kind in self.checks:
+            reason = getattr(self, f"_{kind}")(x, y) or getattr(self, f"_{kind}")(y, x)
+            if reason:
+                refuted = "a" if self._refutes(y, x) else "b" if self._refutes(x, y) else None
+                return Verdict(True, kind, reason, refuted=refuted)
+        return Verdict(False, None, "no contradicting claim")
+
+    @staticmethod
+    def _refutes(x: Analysis, y: Analysis) -> bool:
+        """Whether ``x`` reports an order of ``y`` failing (not merely advising another one)."""
+        for p in x.orders:
+            if p.failed and any(o.positive and _match(p.first, o.first) >= 0.5 and _match(p.then, o.then) >= 0.5
+                                and _match(p.first, o.first) > _match(p.first, o.then) for o in y.orders):
+                return True
+        return False
+
+    # ------------------------------------------------------------------ checks (each one direction)
+    def _conditions_compatible(self, x: Analysis, y: Analysis) -> bool:
+        cx, cy = x.condition, y.condition
+        if cx and cy:  # more than half of the smaller condition shared ("the user is angry" ≠ "the user asks …")
+            return overlap(cx, cy) > 0.5
+        if cx or cy:
+            cond, other = (cx, y) if cx else (cy, x)
+            return overlap(cond, other.content | other.condition) >= 0.5 or len(cond) <= 1 and not cond.isdisjoint(
+                other.content)
+        return True
+
+    @staticmethod
+    def _order(x: Analysis, y: Analysis) -> str:
+        for o in x.orders:
+            if not o.positive:
+                continue
+            for p in y.orders:
+                same_first, same_then = _match(p.first, o.first), _match(p.then, o.then)
+                cross_first, cross_then = _match(p.first, o.then), _match(p.then, o.first)
+                if p.positive and cross_first >= 0.5 and cross_then >= 0.5 and cross_first > same_first \
+                        and cross_then > same_then:
+                    return f"{_name(o.first)} before {_name(o.then)} vs {_name(p.first)} before {_name(p.then)}"
+                if not p.positive and same_first >= 0.5 and same_then >= 0.5 and same_first > cross_first \
+                        and same_then > cross_then:
+                    return f"{_name(o.first)} before {_name(o.then)} vs the same order negated or failing"
+        return ""
+
+    def _negation(self, x: Analysis, y: Analysis) -> str:
+        for neg in (s for s in x.statements if s.negative and s.content):
+            for pos in (s for s in y.statements if not s.negative):
+                shared = neg.content & (pos.content | y.condition)
+                strong = any("_" in w for w in shared)
+                if not (neg.focus & shared):
+                    continue
+                if (len(shared) >= 2 or strong) and len(shared) / len(neg.content) >= self.min_overlap:
+                    return "negated in one, asserted in the other: " + " ".join(sorted(shared)[:6])
+        return ""
+
+    def _tool(self, x: Analysis, y: Analysis) -> str:
+        for ix in x.instruments:
+            for iy in y.instruments:
+                if ix.tools & iy.tools:
+                    continue
+                shared = ix.purpose & iy.purpose
+                if len(shared) >= 2 and overlap(ix.purpose, iy.purpose) >= self.min_overlap:
+                    return (f"{'/'.join(sorted(ix.tools))} vs {'/'.join(sorted(iy.tools))} for "
+                            + " ".join(sorted(shared)[:5]))
+        return ""
+
+    def _quantity(self, x: Analysis, y: Analysis) -> str:
+        for qx in x.quantities:
+            for qy in y.quantities:
+                if overlap(qx.unit, qy.unit) < 0.5:
+                    continue
+                cx, cy = qx.context, qy.context
+                if cx and cy and (overlap(cx, cy) < self.min_overlap or (cx - cy and cy - cx)):
+                    continue
+                disjoint = qx.high < qy.low or qy.high < qx.low or (
+                    (qx.high == qy.low and ("lt" in (qx.bound,) or qy.bound == "gt"))
+                    or (qy.high == qx.low and ("lt" in (qy.bound,) or qx.bound == "gt")))
+                same_kind = qx.bound == qy.bound or {qx.bound, qy.bound} <= {"le", "lt"} or \
+                    {qx.bound, qy.bound} <= {"ge", "gt"}
+                differ = (qx.low, qx.high) != (qy.low, qy.high)
+                if disjoint or (same_kind and differ):
+                    unit = " ".join(sorted(qx.unit))
+                    return f"{_fmt(qx)} vs {_fmt(qy)} {unit}"
+        return ""
+
+
+def _fmt(q: Any) -> str:
+    sym = {"le": "≤", "lt": "<", "ge": "≥", "gt": ">", "eq": "="}[q.bound]
+    value = q.high if q.bound in ("le", "lt", "eq") else q.low
+    return f"{sym}{value:g}"

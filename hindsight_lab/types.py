@@ -179,8 +179,8 @@ class Hit:
 
 @dataclass(frozen=True, slots=True)
 class WriteResult:
-    """What :meth:`MemorySystem.write` did: ``created``, ``merged`` (into a candidate), ``confirmed`` (an L3 rule), and whether the
-    record it ended in was ``promoted`` to L3 by this write."""
+    """What :meth:`MemorySystem.write` did: ``created``, ``merged`` (into a candidate), ``confirmed`` (an L3 rule),
+    and whether the record it ended in was ``promoted`` to L3 by this write."""
 
     action: str
     record: MemoryRecord

@@ -397,7 +397,8 @@ def with_provenance(result: SweepResult) -> LabConfig:
     best = result.comparison.loc["best"]
     metrics = {k: float(best[k]) for k in best.index
                if k.split(".", 1)[-1] in (*HEADLINE, "tokens_median") and _finite(best[k])}
-    prov = Provenance(run_id=result.best_run_id, dataset_sha256=result.dataset_sha256 or None, metrics=metrics, package_version=__version__)
+    prov = Provenance(run_id=result.best_run_id, dataset_sha256=result.dataset_sha256 or None, metrics=metrics,
+                      package_version=__version__)
     return result.best_config.model_copy(update={"provenance": prov})
 
 

@@ -160,7 +160,8 @@ class SweepSpec(_Strict):
         try:
             spec = cls.model_validate({**data, "folder": Path(folder)})
         except ValidationError as exc:
-            raise ConfigError(describe_validation_error(exc, source).replace("invalid config", "invalid sweep spec")) from None
+            message = describe_validation_error(exc, source).replace("invalid config", "invalid sweep spec")
+            raise ConfigError(message) from None
         spec.check(source)
         return spec
 

@@ -9,13 +9,12 @@ from datetime import timedelta
 from typing import Sequence
 
 import pytest
+from support import shared_dataset
 
 from hindsight_lab.datasets import describe_reflexion, detect_format, load, read_reflexion_hotpotqa
 from hindsight_lab.datasets.reflexion import START, normalise_question, strip_retry_instruction
 from hindsight_lab.errors import ConfigError, TraceFormatError
 from hindsight_lab.trace import ReflectionStep, ThoughtStep, ToolCallStep, ToolResultStep
-
-from support import shared_dataset
 
 RETRY = ("You have attempted to answer following question before and failed. The following reflection(s) give a "
          "plan to avoid failing to answer the question in the same way you did previously. Use them to improve "

@@ -63,8 +63,8 @@ def test_trials_grouped_scored_and_best_chosen_on_dev(swept, minilm) -> None:
 
 
 def _split(result, name: str) -> list[str]:
-    from hindsight_lab.sweep.run import split_queries
     from hindsight_lab.sweep.cache import load_episode_data
+    from hindsight_lab.sweep.run import split_queries
 
     data = load_episode_data(shared_dataset(TAU), limit=LIMIT)
     eps = {e.episode_id: e for e in data.episodes}

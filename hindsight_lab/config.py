@@ -492,18 +492,7 @@ class LabConfig(_Section):
     @classmethod
     def from_yaml(cls, path: str | Path) -> "LabConfig":
         """Load a YAML file (as written by :meth:`to_yaml` or ``export``)."""
-        import yaml
-
-        path = Path(path)
-        try:
-            data = yaml.safe_load(path.read_text(encoding="utf-8"))
-        except FileNotFoundError:
-            raise ConfigError(f"{path}: config file not found") from None
-        except yaml.YAMLError as exc:
-            raise ConfigError(f"{path}: not valid YAML: {exc}") from None
-        if data is not None and not isinstance(data, dict):
-            raise ConfigError(f"{path}: expected a mapping at the top level, got {type(data).__name__}")
-        return cls.from_dict(data, source=str(path))
+        return cls.from_dict(read_yaml_mapping(path, "config file"), source=str(path))
 
     def to_dict(self, *, only_behaviour: bool = False) -> dict[str, Any]:
         """Nested plain dict (tuples as lists). ``only_behaviour`` keeps only fields marked ``affects``, plus
@@ -605,6 +594,23 @@ class LabConfig(_Section):
 
 
 # --------------------------------------------------------------------------------------------------- helpers
+def read_yaml_mapping(path: str | Path, what: str) -> dict[str, Any] | None:
+    """The mapping at the top of a YAML file (None for an empty file); a missing file, bad YAML or another top-level
+    type raises :class:`ConfigError` naming the file and ``what`` it should be."""
+    import yaml
+
+    path = Path(path)
+    try:
+        data = yaml.safe_load(path.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        raise ConfigError(f"{path}: {what} not found") from None
+    except yaml.YAMLError as exc:
+        raise ConfigError(f"{path}: not valid YAML: {exc}") from None
+    if data is not None and not isinstance(data, dict):
+        raise ConfigError(f"{path}: expected a mapping at the top level, got {type(data).__name__}")
+    return data
+
+
 def describe_validation_error(exc: ValidationError, source: str) -> str:
     parts = []
     for err in exc.errors():

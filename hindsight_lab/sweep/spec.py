@@ -27,7 +27,7 @@ from typing import Any, Literal, Mapping
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
-from ..config import LabConfig, describe_validation_error
+from ..config import LabConfig, describe_validation_error, read_yaml_mapping
 from ..errors import ConfigError
 from ..replay.report import METRICS
 from .evaluate import EXTRA, is_fast
@@ -141,18 +141,10 @@ class SweepSpec(_Strict):
     # ------------------------------------------------------------------ loading
     @classmethod
     def from_yaml(cls, path: str | Path) -> "SweepSpec":
-        import yaml
-
-        path = Path(path)
-        try:
-            data = yaml.safe_load(path.read_text(encoding="utf-8"))
-        except FileNotFoundError:
-            raise ConfigError(f"{path}: sweep spec not found") from None
-        except yaml.YAMLError as exc:
-            raise ConfigError(f"{path}: not valid YAML: {exc}") from None
-        if not isinstance(data, dict):
-            raise ConfigError(f"{path}: expected a mapping at the top level")
-        return cls.from_dict(data, folder=path.parent, source=str(path))
+        data = read_yaml_mapping(path, "sweep spec")
+        if data is None:
+            raise ConfigError(f"{path}: the sweep spec is empty")
+        return cls.from_dict(data, folder=Path(path).parent, source=str(path))
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any], *, folder: str | Path = ".", source: str = "sweep spec"

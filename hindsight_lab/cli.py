@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Sequence
 
 from . import __version__
-from .config import LabConfig
+from .cliargs import load_config, store_params
 from .errors import HindsightLabError
 
 if TYPE_CHECKING:
@@ -17,24 +17,11 @@ if TYPE_CHECKING:
     from .sweep import SweepResult
 
 
-def _load_config(args: argparse.Namespace) -> LabConfig:
-    cfg = LabConfig.from_yaml(args.config) if getattr(args, "config", None) else LabConfig()
-    overrides = {}
-    for item in getattr(args, "set", None) or []:
-        key, sep, value = item.partition("=")
-        if not sep:
-            raise HindsightLabError(f"--set {item!r}: expected KEY=VALUE, e.g. retrieval.top_k=10")
-        import yaml
-
-        overrides[key.strip()] = yaml.safe_load(value)
-    return cfg.with_params(overrides) if overrides else cfg
-
-
 def _cmd_demo(args: argparse.Namespace) -> int:
     from .demo import run_demo
     from .memory import MemorySystem
 
-    cfg = _load_config(args)
+    cfg = load_config(args)
     with tempfile.TemporaryDirectory(prefix="hindsight-demo-") as tmp:
         store = args.store or tmp
         if args.store and Path(args.store).exists() and any(Path(args.store).iterdir()):
@@ -61,12 +48,6 @@ def _cmd_demo(args: argparse.Namespace) -> int:
     return 0
 
 
-def _store_params(store: str | None) -> dict[str, str]:
-    if not store:
-        return {}
-    return {"store.url": store} if "://" in store else {"store.path": store}
-
-
 def _cmd_reflect(args: argparse.Namespace) -> int:
     import json
 
@@ -75,7 +56,7 @@ def _cmd_reflect(args: argparse.Namespace) -> int:
     from .datasets import load
     from .memory import MemorySystem
 
-    cfg = _load_config(args)
+    cfg = load_config(args)
     overrides: dict[str, object] = {}
     if args.reflector:
         overrides["reflect.reflector"] = args.reflector
@@ -89,7 +70,7 @@ def _cmd_reflect(args: argparse.Namespace) -> int:
     if stats is not None and (stats.skipped or args.skip_invalid):
         print(f"read {args.traces}: {stats.summary()}", file=sys.stderr)
     with tempfile.TemporaryDirectory(prefix="hindsight-reflect-") as tmp:
-        cfg = cfg.with_params(_store_params(args.store) or {"store.path": tmp})
+        cfg = cfg.with_params(store_params(args.store) or {"store.path": tmp})
         with MemorySystem(cfg) as mem:
             outcomes = mem.reflect_many(episodes)
             summary, layers = mem.reflection_stats(), mem.stats()
@@ -114,7 +95,7 @@ def _cmd_reflect(args: argparse.Namespace) -> int:
 def _cmd_replay(args: argparse.Namespace) -> int:
     from .replay.runner import run_replay
 
-    cfg = _load_config(args)
+    cfg = load_config(args)
     systems = [s.strip() for s in args.systems.split(",") if s.strip()]
     report = run_replay(args.dataset, format=args.format, systems=systems, config=cfg, top_k=args.top_k,
                         limit=args.limit, skip_invalid=args.skip_invalid, show_progress=True, seed=args.seed,
@@ -156,8 +137,8 @@ def _print_replay(report: "ReplayReport") -> None:
 def _cmd_reembed(args: argparse.Namespace) -> int:
     from .memory import MemorySystem
 
-    cfg = _load_config(args)
-    where = _store_params(args.store)
+    cfg = load_config(args)
+    where = store_params(args.store)
     if not where.get("store.url") and not Path(args.store).is_dir():
         raise HindsightLabError(f"--store {args.store}: no such folder")
     cfg = cfg.with_params(where)
@@ -213,7 +194,7 @@ def _cmd_export(args: argparse.Namespace) -> int:
     if args.run_id:
         cfg = config_from_run(args.run_id, tracking_uri=args.mlflow_uri)
     else:
-        cfg = _load_config(args)
+        cfg = load_config(args)
         if cfg.provenance is None:
             cfg = cfg.model_copy(update={"provenance": Provenance(package_version=__version__)})
     export_config(cfg, args.output)

@@ -371,13 +371,13 @@ def _store_args(p: argparse.ArgumentParser) -> None:
 
 
 def _open(args: argparse.Namespace, *, create: bool = False) -> "MemorySystem":
-    from .cli import _load_config, _store_params
+    from .cliargs import load_config, store_params
     from .memory import MemorySystem
 
-    where = _store_params(args.store)
+    where = store_params(args.store)
     if "store.path" in where and not create and not Path(args.store).is_dir():
         raise HindsightLabError(f"--store {args.store}: no such folder")
-    return MemorySystem(_load_config(args).with_params(where)).open()
+    return MemorySystem(load_config(args).with_params(where)).open()
 
 
 def cmd_memories(args: argparse.Namespace) -> int:

@@ -52,9 +52,9 @@ def _config_args(p: argparse.ArgumentParser) -> None:
 
 
 def _config(args: argparse.Namespace, *, store: bool = True) -> Any:
-    from ..cli import _load_config, _store_params
+    from ..cliargs import load_config, store_params
 
-    cfg = _load_config(args)
+    cfg = load_config(args)
     over: dict[str, Any] = {}
     if getattr(args, "judge", None):
         over["conflicts.judge"] = args.judge
@@ -63,7 +63,7 @@ def _config(args: argparse.Namespace, *, store: bool = True) -> Any:
     if getattr(args, "api_base", None):
         over["conflicts.llm.api_base"] = args.api_base
     if store:
-        where = _store_params(args.store)
+        where = store_params(args.store)
         if "store.path" in where and not Path(args.store).is_dir():
             raise HindsightLabError(f"--store {args.store}: no such folder")
         over.update(where)

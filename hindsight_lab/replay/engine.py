@@ -16,7 +16,6 @@ from __future__ import annotations
 import copy
 import logging
 import time
-from dataclasses import dataclass, field
 from datetime import datetime, timedelta, timezone
 from typing import Any, Callable, Iterable, Mapping, Sequence
 
@@ -24,38 +23,12 @@ from ..errors import HindsightLabError
 from ..trace import Episode
 from .journal import (Journal, JournalingReflector, StoredCodec, as_json, decode_query, decode_row,
                       encode_query, encode_row)
+from .records import QueryRecord, ReplayRun
 from .systems import Injected, ReplaySystem
 
 logger = logging.getLogger(__name__)
 
 CLOCK_START = datetime(2024, 1, 1, tzinfo=timezone.utc)
-
-
-@dataclass
-class QueryRecord:
-    """What one system injected for one query, and what its store held then (for oracle hit@k)."""
-
-    system: str
-    query_id: str
-    order: int
-    injected: list[Injected]
-    stored: list[tuple[str, tuple[str, ...]]] | None
-    latency_s: float
-    at: datetime
-    group: str | None = None  # task or conversation, for resampling
-
-
-@dataclass
-class ReplayRun:
-    """Everything a replay recorded; judged and summarised by :mod:`hindsight_lab.replay.report`."""
-
-    systems: list[str]
-    queries: list[QueryRecord] = field(default_factory=list)
-    memory: list[dict[str, Any]] = field(default_factory=list)  # per system, per episode: counts by layer
-    outcomes: list[dict[str, Any]] = field(default_factory=list)  # per episode: recorded success trend
-    reflection: dict[str, dict[str, Any]] = field(default_factory=dict)  # per hindsight system: reflection stats
-    timing: dict[str, float] = field(default_factory=dict)
-    clock: str = "started_at"
 
 
 def replay_clock(episodes: Sequence[Episode]) -> tuple[list[datetime], str]:

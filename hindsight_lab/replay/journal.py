@@ -4,7 +4,7 @@ Layout: ``<out>/.replay-journal/journal.jsonl``. The first line is a header nami
 sha256 and format, the systems, ``top_k``, the token budget, ``limit``, the embedder and every config field); each
 further line is one completed **unit**, written with one ``write``, flushed and fsynced before the next unit starts:
 
-- episode datasets: one episode — every system's :class:`~hindsight_lab.replay.engine.QueryRecord` for it (the
+- episode datasets: one episode — every system's :class:`~hindsight_lab.replay.records.QueryRecord` for it (the
   ``stored`` lists delta-encoded against the system's previous one, so the file grows linearly), the memory counts
   and outcome rows, the reflector's answers during its write, and each hindsight system's reflection counters;
 - conversation datasets (LoCoMo): one whole conversation, which runs in fresh stores and is skipped on resume.
@@ -244,7 +244,7 @@ class StoredCodec:
 
 
 def encode_query(rec: Any, codec: StoredCodec) -> dict[str, Any]:
-    """A :class:`~hindsight_lab.replay.engine.QueryRecord` as a JSON object."""
+    """A :class:`~hindsight_lab.replay.records.QueryRecord` as a JSON object."""
     return {"system": rec.system, "query_id": rec.query_id, "order": rec.order,
             "injected": [[i.memory_id, i.kind, list(i.source_episode_ids), i.tokens] for i in rec.injected],
             "stored": codec.encode(rec.system, rec.stored), "latency_s": rec.latency_s, "at": rec.at.isoformat(),
@@ -253,7 +253,7 @@ def encode_query(rec: Any, codec: StoredCodec) -> dict[str, Any]:
 
 def decode_query(row: Mapping[str, Any], codec: StoredCodec) -> Any:
     """The inverse of :func:`encode_query`."""
-    from .engine import QueryRecord
+    from .records import QueryRecord
     from .systems import Injected
 
     return QueryRecord(row["system"], row["query_id"], row["order"],

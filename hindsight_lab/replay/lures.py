@@ -18,6 +18,7 @@ from typing import Any, Callable, Mapping, Sequence
 from ..datasets.synthetic import generate  # noqa: F401  (the doctests below use it)
 from ..trace import Episode
 
+
 @dataclass(frozen=True)
 class LurePair:
     """One lure pair: the query, the right memory, the lure, and the background stored with them."""

@@ -235,10 +235,10 @@ def format_mcp_table(out: dict[str, Any]) -> str:
 
 def run_mcp_bench_cli(args: argparse.Namespace) -> int:
     """Run the MCP bench, print the figures and write the JSON; 0 whether or not anything failed."""
-    from ..cli import _load_config  # the shared --config/--set reader
+    from ..cliargs import load_config
     from .auth import read_token
 
-    cfg = _load_config(args)
+    cfg = load_config(args)
     out = run_mcp_bench(cfg, clients=args.clients, ops=args.ops, store=args.store, seed=args.seed,
                         token=read_token(cfg.server.token_env))
     path = Path(args.out) if args.out else home() / "bench" / f"mcp-{datetime.now():%Y%m%d-%H%M%S}.json"

@@ -46,12 +46,12 @@ def _redact(store: str) -> str:
 
 def run_serve_cli(args: argparse.Namespace) -> int:
     """Load the config, check the bind, open the store, serve until the transport ends."""
-    from ..cli import _load_config  # the shared --config/--set reader
+    from ..cliargs import load_config
     from .auth import check_bind, read_token
 
     logging.basicConfig(stream=sys.stderr, level=args.log_level,
                         format="%(asctime)s %(levelname)s %(name)s: %(message)s")
-    cfg = _load_config(args)
+    cfg = load_config(args)
     cfg = cfg.with_params({"store.url": args.store} if "://" in args.store else {"store.path": args.store})
     token = None
     if args.transport == "http":

@@ -3,14 +3,16 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Sequence
 
 if TYPE_CHECKING:
-    from .run import SweepResult
+    import pandas as pd
 
 
-def sensitivity_plot(result: "SweepResult", path: str | Path | None = None, ax: Any = None) -> Any:
-    """One panel per swept field: each valid trial's dev objective against the field's value, the best marked.
+def sensitivity_plot(trials: "pd.DataFrame", fields: Sequence[str], objective: str, *, best: int | None = None,
+                     title: str = "", path: str | Path | None = None) -> Any:
+    """One panel per swept field: each valid trial's ``objective`` column against the field's value, the ``best``
+    trial (its ``number``) marked.
 
     Returns the figure (also saved to ``path`` when given).
     """
@@ -21,20 +23,18 @@ def sensitivity_plot(result: "SweepResult", path: str | Path | None = None, ax: 
     import matplotlib.pyplot as plt
     import pandas as pd
 
-    fields = result.spec.fields
-    ok = result.trials[result.trials["status"] == "ok"]
-    y = result.objective
+    ok = trials[trials["status"] == "ok"]
     fig, axes = plt.subplots(1, max(1, len(fields)), figsize=(3.2 * max(1, len(fields)), 3.0), squeeze=False,
                              sharey=True)
     for a, name in zip(axes[0], fields):
         x = pd.to_numeric(ok[name], errors="coerce") if name in ok else pd.Series(dtype=float)
-        a.scatter(x, ok[y], s=10, alpha=0.5)
-        if result.best is not None and name in ok:
-            b = ok[ok["number"] == result.best]
-            a.scatter(pd.to_numeric(b[name], errors="coerce"), b[y], s=40, color="red", label="best")
+        a.scatter(x, ok[objective], s=10, alpha=0.5)
+        if best is not None and name in ok:
+            b = ok[ok["number"] == best]
+            a.scatter(pd.to_numeric(b[name], errors="coerce"), b[objective], s=40, color="red", label="best")
         a.set_xlabel(name.replace("retrieval.", "").replace("weights.", "w."), fontsize=8)
-    axes[0][0].set_ylabel(y)
-    fig.suptitle(f"sweep {result.spec.name}: {y} per trial", fontsize=9)
+    axes[0][0].set_ylabel(objective)
+    fig.suptitle(f"{title}: {objective} per trial" if title else f"{objective} per trial", fontsize=9)
     fig.tight_layout()
     if path is not None:
         fig.savefig(path, dpi=100)

@@ -377,7 +377,8 @@ def log_sweep(result: SweepResult, configs: Mapping[int, LabConfig], datasets: S
             result.comparison.to_csv(folder / "comparison.csv")
             (folder / "intervals.json").write_text(json.dumps(result.intervals, indent=2), encoding="utf-8")
             (folder / "spec.yaml").write_text(_spec_yaml(spec), encoding="utf-8")
-            sensitivity_plot(result, folder / "sensitivity.png")
+            sensitivity_plot(result.trials, spec.fields, result.objective, best=result.best,
+                             title=f"sweep {spec.name}", path=folder / "sensitivity.png")
             for name in ("trials.csv", "comparison.csv", "intervals.json", "spec.yaml", "sensitivity.png"):
                 parent.log_artifact(folder / name)
             if result.best_config is not None:

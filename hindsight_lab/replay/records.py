@@ -1,0 +1,38 @@
+"""What a replay records: one :class:`QueryRecord` per system and judged query, gathered in a :class:`ReplayRun`
+(written by :mod:`~hindsight_lab.replay.engine`, journaled by :mod:`~hindsight_lab.replay.journal`, judged by
+:mod:`~hindsight_lab.replay.report`)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Any
+
+from .systems import Injected
+
+
+@dataclass
+class QueryRecord:
+    """What one system injected for one query, and what its store held then (for oracle hit@k)."""
+
+    system: str
+    query_id: str
+    order: int
+    injected: list[Injected]
+    stored: list[tuple[str, tuple[str, ...]]] | None
+    latency_s: float
+    at: datetime
+    group: str | None = None  # task or conversation, for resampling
+
+
+@dataclass
+class ReplayRun:
+    """Everything a replay recorded; judged and summarised by :mod:`hindsight_lab.replay.report`."""
+
+    systems: list[str]
+    queries: list[QueryRecord] = field(default_factory=list)
+    memory: list[dict[str, Any]] = field(default_factory=list)  # per system, per episode: counts by layer
+    outcomes: list[dict[str, Any]] = field(default_factory=list)  # per episode: recorded success trend
+    reflection: dict[str, dict[str, Any]] = field(default_factory=dict)  # per hindsight system: reflection stats
+    timing: dict[str, float] = field(default_factory=dict)
+    clock: str = "started_at"

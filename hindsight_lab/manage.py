@@ -32,6 +32,7 @@ import numpy as np
 from pydantic import AwareDatetime, BaseModel, ConfigDict, Field
 from pydantic import ValidationError as PydanticError
 
+from .datasets._io import json_lines
 from .errors import HindsightLabError, MemoryNotFound, TraceFormatError, ValidationError
 from .protocols import BUCKETS
 from .types import Kind, MemoryRecord, Trigger
@@ -181,22 +182,9 @@ def export_jsonl(mem: "MemorySystem", path: str | Path, *, archived: bool = True
 def read_export(path: str | Path) -> list[tuple[MemoryRecord, np.ndarray | None, int]]:
     """Every record of an export file with its vector and line number; the whole file is validated."""
     path = Path(path)
-    try:
-        text = path.read_text(encoding="utf-8")
-    except FileNotFoundError:
-        raise TraceFormatError("no such export file", path=str(path)) from None
-    except UnicodeDecodeError as exc:
-        raise TraceFormatError(f"not UTF-8 text ({exc.reason})", path=str(path)) from None
     out = []
     seen: dict[str, int] = {}
-    for n, line in enumerate(text.splitlines(), 1):
-        if not line.strip():
-            continue
-        try:
-            data = json.loads(line)
-        except json.JSONDecodeError as exc:
-            raise TraceFormatError(f"not valid JSON: {exc.msg} (column {exc.colno})", path=str(path),
-                                   line=n) from None
+    for n, data in json_lines(path, "export"):
         rec, emb = record_from_json(data, str(path), n)
         if rec.id in seen:
             raise TraceFormatError(f"duplicate id {rec.id!r} (first on line {seen[rec.id]})", path=str(path),

@@ -76,17 +76,13 @@ class LiteLLMJudge:
                  api_key_env: str | None = None, temperature: float = 0.0, max_tokens: int = 200,
                  timeout_s: float = 30.0, max_retries: int = 2, backoff_s: float = 1.0, json_mode: bool = True,
                  fallback: Any = None, sleep: Callable[[float], None] | None = None) -> None:
-        self.model = model
-        self.api_base = api_base
-        self.api_key_env = api_key_env
-        self.temperature = temperature
-        self.max_tokens = max_tokens
-        self.timeout_s = timeout_s
-        self.max_retries = max_retries
-        self.backoff_s = backoff_s
-        self.json_mode = json_mode
+        from ..reflect.llm import LiteLLMReflector  # its call path: the same fault handling and usage records
+
+        self.client_ = LiteLLMReflector(
+            model, api_base=api_base, api_key_env=api_key_env, temperature=temperature, max_tokens=max_tokens,
+            timeout_s=timeout_s, max_retries=max_retries, backoff_s=backoff_s, batch_size=1, json_mode=json_mode,
+            sleep=sleep)
         self.fallback = fallback
-        self.sleep = sleep
 
     @classmethod
     def from_config(cls, cfg: Any, **kwargs: Any) -> "LiteLLMJudge":
@@ -100,7 +96,7 @@ class LiteLLMJudge:
 
     def describe(self) -> dict[str, Any]:
         """``{"name", "args"}`` for run logs (no secrets)."""
-        client = self._client()
+        client = self.client_
         args = {k: v for k, v in client.describe()["args"].items()
                 if k not in ("rules", "max_chars", "batch_size")}
         return {"name": self.name, "args": args}
@@ -108,32 +104,22 @@ class LiteLLMJudge:
     @property
     def calls(self) -> list[dict[str, Any]]:
         """One entry per logical call (model, tokens, cost, latency, attempts, status)."""
-        return self._client().calls
+        return self.client_.calls
 
     def usage_summary(self) -> dict[str, Any]:
-        summary = self._client().usage_summary()
+        summary = self.client_.usage_summary()
         summary["pairs"] = summary.pop("episodes")
         return summary
 
-    def _client(self) -> Any:
-        if getattr(self, "client_", None) is None:
-            from ..reflect.llm import LiteLLMReflector
-
-            self.client_ = LiteLLMReflector(
-                self.model, api_base=self.api_base, api_key_env=self.api_key_env, temperature=self.temperature,
-                max_tokens=self.max_tokens, timeout_s=self.timeout_s, max_retries=self.max_retries,
-                backoff_s=self.backoff_s, batch_size=1, json_mode=self.json_mode, sleep=self.sleep)
-        return self.client_
-
     def judge(self, a: str, b: str, task_type: str | None = None) -> Verdict:
         """The model's verdict on rules ``a`` and ``b``; the fallback's when the model cannot answer."""
-        client = self._client()
-        if self.api_key_env and not os.environ.get(self.api_key_env):
-            raise ReflectorError(f"conflicts.llm.api_key_env names the environment variable {self.api_key_env!r}, "
+        client = self.client_
+        if client.api_key_env and not os.environ.get(client.api_key_env):
+            raise ReflectorError(f"conflicts.llm.api_key_env names the environment variable {client.api_key_env!r}, "
                                  "which is not set or empty: export it, or set api_key_env to null for a server "
                                  "that needs no key")
         client._check()  # the reflector's validation of the settings (ConfigError naming the bad one)
-        answer = client._complete(build_messages(a, b, task_type), self.max_tokens, batch_size=1)
+        answer = client._complete(build_messages(a, b, task_type), client.max_tokens, batch_size=1)
         if answer.fault is None:
             verdict = parse_answer(answer.content or "")
             if verdict is not None:

@@ -20,6 +20,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Sequence
 
+from ..datasets._io import json_lines
 from ..errors import TraceFormatError
 from .detect import Verdict
 
@@ -60,22 +61,9 @@ _OPTIONAL = {"task_type": str, "kind": str}
 def load_pairs(path: str | Path) -> list[LabelledPair]:
     """Read and validate a pairs file (every line, before returning any)."""
     path = Path(path)
-    try:
-        lines = path.read_text(encoding="utf-8").splitlines()
-    except FileNotFoundError:
-        raise TraceFormatError("no such pairs file", path=str(path)) from None
-    except UnicodeDecodeError as exc:
-        raise TraceFormatError(f"not UTF-8 text ({exc.reason})", path=str(path)) from None
     out: list[LabelledPair] = []
     seen: dict[str, int] = {}
-    for n, line in enumerate(lines, 1):
-        if not line.strip():
-            continue
-        try:
-            data = json.loads(line)
-        except json.JSONDecodeError as exc:
-            raise TraceFormatError(f"not valid JSON: {exc.msg} (column {exc.colno})", path=str(path),
-                                   line=n) from None
+    for n, data in json_lines(path, "pairs"):
         if not isinstance(data, dict):
             raise TraceFormatError(f"expected a JSON object, got {type(data).__name__}", path=str(path), line=n)
         for name, typ in _REQUIRED.items():

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Any
+from typing import Any, Iterator
 
 from ..errors import TraceFormatError
 
@@ -24,3 +24,22 @@ def read_json_list(path: Path, what: str) -> list[Any]:
     if not isinstance(data, list):
         raise TraceFormatError(f"expected a JSON list of {what}, got {type(data).__name__}", path=name)
     return data
+
+
+def json_lines(path: Path, what: str) -> Iterator[tuple[int, Any]]:
+    """``(line number, value)`` of every non-blank line of a JSONL ``what`` file; a missing file, text that is not
+    UTF-8 or a line that is not JSON raises :class:`TraceFormatError` naming the file (and line)."""
+    name = str(path)
+    try:
+        lines = path.read_text(encoding="utf-8").splitlines()
+    except FileNotFoundError:
+        raise TraceFormatError(f"no such {what} file", path=name) from None
+    except UnicodeDecodeError as exc:
+        raise TraceFormatError(f"not UTF-8 text ({exc.reason})", path=name) from None
+    for n, line in enumerate(lines, 1):
+        if not line.strip():
+            continue
+        try:
+            yield n, json.loads(line)
+        except json.JSONDecodeError as exc:
+            raise TraceFormatError(f"not valid JSON: {exc.msg} (column {exc.colno})", path=name, line=n) from None

@@ -29,15 +29,20 @@ class PrefetchedEmbedder(BaseEmbedder):
 
     Args:
         inner: the embedder whose vectors these are (its name, dimension and tokenizer are reported).
-        texts: texts to embed ahead (duplicates are embedded once).
+        texts: texts to embed ahead (duplicates are embedded once). When ``inner`` is itself a
+            PrefetchedEmbedder its vectors are kept and only new texts are embedded.
     """
 
     def __init__(self, inner: Any, texts: Iterable[str]) -> None:
+        known: dict[str, np.ndarray] = {}
+        if isinstance(inner, PrefetchedEmbedder):  # prefetching again: keep its vectors, wrap what it wraps
+            known, inner = dict(inner._known), inner.wrapped
         self.wrapped = inner
         self.query_cache_size = int(getattr(inner, "query_cache_size", 1024))
-        unique = list(dict.fromkeys(texts))
-        vectors = inner.embed(unique) if unique else np.zeros((0, 0), dtype=np.float32)
-        self._known: dict[str, np.ndarray] = dict(zip(unique, vectors))
+        unique = [t for t in dict.fromkeys(texts) if t not in known]
+        if unique:
+            known.update(zip(unique, inner.embed(unique)))
+        self._known = known
         self.misses = 0
 
     def name(self) -> str:

@@ -25,7 +25,7 @@ from ..config import LabConfig, Provenance
 from ..errors import ConfigError
 from ..replay.report import HEADLINE, METRICS
 from .cache import EpisodeData, capture, load_episode_data
-from .evaluate import EXTRA, ConfigBatch, Evaluation, FastEvaluator, is_fast
+from .evaluate import ConfigBatch, FastEvaluator, is_fast
 from .samplers import make_sampler
 from .spec import SweepSpec
 
@@ -34,7 +34,6 @@ if TYPE_CHECKING:
 
 logger = logging.getLogger(__name__)
 
-REPORTED: tuple[str, ...] = (*METRICS, *EXTRA)
 SPLITS = ("dev", "test")
 
 
@@ -139,7 +138,7 @@ def run_sweep(spec: SweepSpec, *, trials: int | None = None, embedder: Any = Non
         batch = sampler.ask(min(spec.batch_size, n_trials - len(rows)))
         if not batch:
             break  # a grid or list ran out
-        scored = _score_batch(spec, base, batch, datasets, embedder, timing, show_progress)
+        scored = _score_batch(spec, base, batch, datasets, timing, show_progress)
         for (number, params), (cfg, row) in zip(batch, scored):
             sampler.tell(number, row.get(f"dev.{spec.objective.metric}") if row["status"] == "ok" else None)
             if cfg is not None:
@@ -155,7 +154,7 @@ def run_sweep(spec: SweepSpec, *, trials: int | None = None, embedder: Any = Non
     best = _best(ok_rows, spec)["number"] if ok_rows else None
     best_cfg = configs.get(best) if best is not None else None
 
-    comparison, intervals = _compare(spec, base, best_cfg, datasets, embedder, timing, baselines)
+    comparison, intervals = _compare(spec, base, best_cfg, datasets, timing, baselines)
     result = SweepResult(spec, table, best, best_cfg, comparison, intervals, timing, dataset_hash(datasets))
     if mlflow:
         t = time.perf_counter()
@@ -166,7 +165,6 @@ def run_sweep(spec: SweepSpec, *, trials: int | None = None, embedder: Any = Non
 
 # ---------------------------------------------------------------------- pieces
 def _load(spec: SweepSpec, base: LabConfig, embedder: Any) -> list[_Dataset]:
-    from ..embed import PrefetchedEmbedder
     from ..replay.runner import prefetch
 
     out: list[_Dataset] = []
@@ -180,8 +178,8 @@ def _load(spec: SweepSpec, base: LabConfig, embedder: Any) -> list[_Dataset]:
         for q in data.judgements.query_ids:
             groups[q] = by_id[q].task_id or q
         out.append(_Dataset(data, path, split_queries(groups, spec.split.test_fraction, spec.split.seed)))
-    if not isinstance(embedder, PrefetchedEmbedder):  # every text the replays embed one by one, in batches
-        embedder = prefetch(embedder, [ep for d in out for ep in d.data.episodes], [], base)[0]
+    # every text the replays will embed one by one, in batches (an already prefetched embedder keeps its vectors)
+    embedder = prefetch(embedder, [ep for d in out for ep in d.data.episodes], [], base)[0]
     for d in out:
         d.embedder = embedder
     return out
@@ -203,12 +201,8 @@ def _evaluator(d: _Dataset, key: str, cfg: LabConfig, spec: SweepSpec, timing: d
     return d.evaluators[key]
 
 
-def _summaries(ev: Evaluation, split: Mapping[str, list[str]]) -> dict[str, "pd.DataFrame"]:
-    return {s: ev.summary(split[s]) for s in SPLITS if split[s]}
-
-
 def _score_batch(spec: SweepSpec, base: LabConfig, batch: Sequence[tuple[int, dict[str, Any]]],
-                 datasets: Sequence[_Dataset], embedder: Any, timing: dict[str, float], show_progress: bool
+                 datasets: Sequence[_Dataset], timing: dict[str, float], show_progress: bool
                  ) -> list[tuple[LabConfig | None, dict[str, Any]]]:
     out: list[tuple[LabConfig | None, dict[str, Any]]] = []
     by_group: dict[str, list[int]] = {}
@@ -230,8 +224,9 @@ def _score_batch(spec: SweepSpec, base: LabConfig, batch: Sequence[tuple[int, di
             ev = _evaluator(d, key, group_cfg, spec, timing, show_progress)  # type: ignore[arg-type]
             t = time.perf_counter()
             evaluation = ev.evaluate(ConfigBatch.from_configs(cfgs))  # type: ignore[arg-type]
-            for s, frame in _summaries(evaluation, d.split).items():
-                sums[s].append(frame)
+            for s in SPLITS:
+                if d.split[s]:
+                    sums[s].append(evaluation.summary(d.split[s]))
             timing["eval_s"] += time.perf_counter() - t
         for s, frames in sums.items():
             if not frames:
@@ -259,7 +254,7 @@ def _best(rows: Sequence[Mapping[str, Any]], spec: SweepSpec) -> Mapping[str, An
 
 
 def _compare(spec: SweepSpec, base: LabConfig, best: LabConfig | None, datasets: Sequence[_Dataset],
-             embedder: Any, timing: dict[str, float], baselines: bool) -> tuple["pd.DataFrame", dict[str, Any]]:
+             timing: dict[str, float], baselines: bool) -> tuple["pd.DataFrame", dict[str, Any]]:
     """``base`` and ``best`` from the evaluator, the baselines from a replay; intervals of base and best."""
     import pandas as pd
 
@@ -293,12 +288,12 @@ def _compare(spec: SweepSpec, base: LabConfig, best: LabConfig | None, datasets:
         rows[name] = row
     if baselines:
         t = time.perf_counter()
-        rows.update(_baselines(spec, datasets, embedder))
+        rows.update(_baselines(spec, datasets))
         timing["baselines_s"] = time.perf_counter() - t
     return pd.DataFrame.from_dict(rows, orient="index"), intervals
 
 
-def _baselines(spec: SweepSpec, datasets: Sequence[_Dataset], embedder: Any) -> dict[str, dict[str, float]]:
+def _baselines(spec: SweepSpec, datasets: Sequence[_Dataset]) -> dict[str, dict[str, float]]:
     """``none``, ``dense`` and ``bm25`` on the same splits (one replay per dataset)."""
     from ..replay.runner import run_replay
 
@@ -306,7 +301,7 @@ def _baselines(spec: SweepSpec, datasets: Sequence[_Dataset], embedder: Any) -> 
     for d, ds in zip(datasets, spec.datasets):
         report = run_replay(d.path, format=ds.format, systems=["none", "dense", "bm25"], top_k=spec.top_k,
                             token_budget=spec.token_budget, limit=ds.limit, skip_invalid=ds.skip_invalid,
-                            embedder=d.embedder or embedder, seed=spec.seed)
+                            embedder=d.embedder, seed=spec.seed)
         frame = report.per_episode
         for name, part in frame.groupby("system"):
             for s in SPLITS:

@@ -32,3 +32,19 @@ def test_returned_arrays_are_copies_and_inputs_are_checked():
     assert emb.embed([]).shape == (0, 32)
     with pytest.raises(TypeError, match="single str"):
         emb.embed("one text")
+
+
+def test_prefetching_again_keeps_the_vectors_and_embeds_only_new_texts():
+    class Counting(HashingEmbedder):
+        calls: list[int] = []
+
+        def embed(self, texts):
+            self.calls.append(len(texts))
+            return super().embed(texts)
+
+    inner = Counting(dim=32)
+    first = PrefetchedEmbedder(inner, TEXTS)
+    second = PrefetchedEmbedder(first, TEXTS[:2] + ["a new question"])
+    assert inner.calls == [len(TEXTS), 1]  # only the new text was embedded the second time
+    assert second.wrapped is inner  # no wrapper inside a wrapper
+    assert np.array_equal(second.embed(TEXTS), inner.embed(TEXTS))

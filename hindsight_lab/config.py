@@ -151,6 +151,12 @@ class ClassifierConfig(_Section):
     ``logistic``: logistic regression over TF-IDF of the stored instructions with names, places, numbers and
     e-mail addresses masked (:mod:`hindsight_lab.retrieve.classify`). ``logistic`` resists lexical lures better
     (synthetic lures), ``knn`` ranked better on tau-bench, whose task types derived from failed runs are noisy."""
+    learn_from: Literal["all", "successes"] = Field("all", json_schema_extra=_affects(RECALL))
+    """The stored episodes it learns from (``knn``: the neighbours that vote): ``all``, or only ``successes``. A
+    failed run's derived task type is what its agent did, not what the task needed: where an agent's default path
+    skips a step, its failures share one truncated type and outvote the runs that succeeded (the live
+    environment: ``successes`` does better there), while on tau-bench the failed trials of a task fail alike and
+    carry its signal (``all`` ranks better there)."""
     max_per_type: int = Field(50, ge=1, json_schema_extra=_affects(RECALL))
     """``logistic``: the newest episodes of each task type it learns from."""
     k: int = Field(10, ge=1, json_schema_extra=_affects(RECALL))

@@ -154,12 +154,17 @@ class MemorySystem:
             return
         self._task_types.add(rec.id, rec.task_type, rec.created_at.timestamp(), bucket)
         self._lexical.add(rec.id, rec.embed_text, bucket)
-        if rec.kind is Kind.EPISODE:
-            self._classifier.add(rec.id, rec.embed_text, rec.task_type, rec.created_at.timestamp())
+        if rec.kind is Kind.EPISODE:  # without a task_type (not learnt from) the classifier forgets the record
+            self._classifier.add(rec.id, rec.embed_text, rec.task_type if self._learns_from(rec) else None,
+                                 rec.created_at.timestamp())
         if rec.kind is Kind.RULE:
             self._triggers.add(rec.id, rec.trigger, rec.domain)
         if rec.kind is Kind.EPISODE and rec.source_episode_ids:
             self._episode_ids[rec.source_episode_ids[0]] = rec.id
+
+    def _learns_from(self, rec: MemoryRecord) -> bool:
+        """Whether the task-type classifier learns from this episode record (``retrieval.classifier.learn_from``)."""
+        return self.config_.retrieval.classifier.learn_from == "all" or rec.outcome == "success"
 
     def _unindex(self, record_id: str) -> None:
         old = self._bucket_of.pop(record_id, None)

@@ -80,6 +80,37 @@ def test_task_type_given_inferred_or_off(mem):
     assert all(h.scores.task_type == 0.0 for h in res.hits)
 
 
+@pytest.mark.parametrize("method", ["knn", "logistic"])
+def test_classifier_learns_from_successes_only_when_asked(method):
+    """Three failed bookings that skipped the hold (type ``confirm_booking``) and one success that held first
+    (``confirm_booking+hold_slot``): learning from every run infers the failures' truncated type, learning from
+    successes infers what the task needed."""
+    def infer(learn_from: str) -> str | None:
+        cfg = LabConfig().with_params({"retrieval.classifier.method": method, "retrieval.classifier.min_votes": 1,
+                                       "retrieval.classifier.min_share": 0.0,
+                                       "retrieval.classifier.learn_from": learn_from})
+        m = MemorySystem(cfg, store=InMemoryStore(), embedder=HashingEmbedder(dim=256), clock=lambda: T0)
+        for i in range(3):
+            m.write_episode(episode(f"f{i}", f"book a table for {i + 2} tonight", ["confirm_booking"], "failure"))
+        m.write_episode(episode("s", "reserve a quiet table for two", ["hold_slot", "confirm_booking"]))
+        m.write_episode(episode("r", "refund the order", ["issue_refund"]))
+        return m.search("book a table for 4 tonight").task_type
+
+    assert infer("all") == "confirm_booking"
+    assert infer("successes") == "confirm_booking+hold_slot"
+
+
+def test_classifier_forgets_an_episode_rewritten_as_a_failure():
+    cfg = LabConfig().with_params({"retrieval.classifier.method": "logistic", "retrieval.classifier.min_votes": 1,
+                                   "retrieval.classifier.learn_from": "successes"})
+    m = MemorySystem(cfg, store=InMemoryStore(), embedder=HashingEmbedder(dim=256), clock=lambda: T0)
+    m.write_episode(episode("a", "refund the order", ["issue_refund"]))
+    m.write_episode(episode("b", "move my address", ["update_address"]))
+    assert len(m._classifier) == 2
+    m.write_episode(episode("b", "move my address", ["update_address"], "failure"))  # same id: replaced
+    assert len(m._classifier) == 1
+
+
 def test_domain_filter_and_top_k(mem):
     for i, dom in enumerate(["air", "air", "retail", None]):
         mem.write_episode(episode(f"e{i}", f"refund the ticket {i}", ["refund"], domain=dom))

@@ -28,7 +28,7 @@ from .inputs import parse_memory_input
 from .protocols import BUCKETS
 from .reflect.pipeline import ReflectionOutcome, ReflectionPipeline
 from .retrieve.inject import SECTIONS, fit_budget, render, render_line, section_of
-from .retrieve.classify import TaskTypeClassifier
+from .retrieve.classify import TaskTypeClassifier, learns_from
 from .retrieve.lexical import LexicalIndex
 from .retrieve.paths import TaskTypeIndex, TriggerIndex
 from .retrieve.recall import RECALLED_BUCKETS, Candidates, ages_days, features, recall
@@ -155,16 +155,13 @@ class MemorySystem:
         self._task_types.add(rec.id, rec.task_type, rec.created_at.timestamp(), bucket)
         self._lexical.add(rec.id, rec.embed_text, bucket)
         if rec.kind is Kind.EPISODE:  # without a task_type (not learnt from) the classifier forgets the record
-            self._classifier.add(rec.id, rec.embed_text, rec.task_type if self._learns_from(rec) else None,
+            learnt = learns_from(self.config_.retrieval.classifier.learn_from, rec.outcome)
+            self._classifier.add(rec.id, rec.embed_text, rec.task_type if learnt else None,
                                  rec.created_at.timestamp())
         if rec.kind is Kind.RULE:
             self._triggers.add(rec.id, rec.trigger, rec.domain)
         if rec.kind is Kind.EPISODE and rec.source_episode_ids:
             self._episode_ids[rec.source_episode_ids[0]] = rec.id
-
-    def _learns_from(self, rec: MemoryRecord) -> bool:
-        """Whether the task-type classifier learns from this episode record (``retrieval.classifier.learn_from``)."""
-        return self.config_.retrieval.classifier.learn_from == "all" or rec.outcome == "success"
 
     def _unindex(self, record_id: str) -> None:
         old = self._bucket_of.pop(record_id, None)

@@ -39,6 +39,12 @@ def mask_entities(text: str) -> str:
     return _WORD.sub(name, text)
 
 
+def learns_from(learn_from: str, outcome: str | None) -> bool:
+    """Whether an episode with this outcome teaches the classifier (``retrieval.classifier.learn_from``: ``all``,
+    or only ``successes``); for ``knn``, whether it votes."""
+    return learn_from == "all" or outcome == "success"
+
+
 class TaskTypeClassifier:
     """Logistic regression over masked instructions of the newest stored episodes of each task type.
 

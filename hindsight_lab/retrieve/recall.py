@@ -18,7 +18,7 @@ import numpy as np
 
 from ..config import RetrievalConfig
 from ..types import MemoryRecord
-from .classify import TaskTypeClassifier
+from .classify import TaskTypeClassifier, learns_from
 from .lexical import LexicalIndex
 from .paths import TaskTypeIndex, TriggerIndex, infer_task_type
 from .rerank import FEATURES, recency
@@ -94,7 +94,7 @@ def recall(store: Any, counts: Mapping[str, int], task_types: TaskTypeIndex, tri
             continue
         want = max(cfg.path_depth, cfg.classifier.k) if bucket == "episode" else cfg.path_depth
         for rank, (rec, sim, emb) in enumerate(store.query(bucket, q, min(want, n))):
-            if bucket == "episode" and (cfg.classifier.learn_from == "all" or rec.outcome == "success"):
+            if bucket == "episode" and learns_from(cfg.classifier.learn_from, rec.outcome):
                 votes.append((rec.task_type, sim))
             if rank < cfg.path_depth and sim >= cfg.min_similarity:
                 add(rec, emb, sim, "vector")

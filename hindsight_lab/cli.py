@@ -134,6 +134,23 @@ def _print_replay(report: "ReplayReport") -> None:
         print(f"resumed: {resumed} units taken from the journal")
 
 
+def _cmd_live(args: argparse.Namespace) -> int:
+    import pandas as pd
+
+    from .replay.live import live_table
+
+    seeds = [int(s) for s in args.seeds.split(",") if s.strip()]
+    systems = [s.strip() for s in args.systems.split(",") if s.strip()]
+    table = live_table(systems, seeds=seeds, n_tasks=args.tasks, config=load_config(args), top_k=args.top_k,
+                       show_progress=True)
+    with pd.option_context("display.width", 220, "display.max_columns", 20, "display.float_format", "{:.3f}".format):
+        print(table.to_string(index=False))
+    if args.out:
+        table.to_csv(args.out, index=False)
+        print(f"table written to {args.out}")
+    return 0
+
+
 def _cmd_reembed(args: argparse.Namespace) -> int:
     from .memory import MemorySystem
 
@@ -256,6 +273,16 @@ def _build_parser() -> argparse.ArgumentParser:
     replay.add_argument("--config", help="LabConfig YAML file for the hindsight system")
     replay.add_argument("--set", action="append", metavar="KEY=VALUE", help="dotted config override (repeatable)")
     replay.set_defaults(func=_cmd_replay)
+
+    live = sub.add_parser("live", help="the live synthetic environment: an agent acts on what each system injects")
+    live.add_argument("--systems", default="none,dense,bm25,hindsight", help="comma-separated system names")
+    live.add_argument("--seeds", default="0", help="comma-separated environment seeds (one run each)")
+    live.add_argument("--tasks", type=int, default=240, help="tasks per run (retries come on top)")
+    live.add_argument("--top-k", type=int, default=10, help="shared by every system")
+    live.add_argument("--out", help="also write the table as CSV")
+    live.add_argument("--config", help="LabConfig YAML file for the hindsight system")
+    live.add_argument("--set", action="append", metavar="KEY=VALUE", help="dotted config override (repeatable)")
+    live.set_defaults(func=_cmd_live)
 
     reembed = sub.add_parser("reembed", help="rebuild every vector of a store with the configured embedding model")
     reembed.add_argument("--store", required=True, help="folder of an embedded store, or a Chroma server URL")

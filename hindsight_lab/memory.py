@@ -23,6 +23,7 @@ import numpy as np
 from .config import LabConfig
 from .conflicts.inject import add_partners, shown_records
 from .decay import age_rule, l2_due_for_archive
+from .evidence import Contradictions, RetiredVoters
 from .errors import MemoryNotFound, StoreError, ValidationError
 from .inputs import parse_memory_input
 from .protocols import BUCKETS
@@ -131,12 +132,18 @@ class MemorySystem:
         self._bucket_of: dict[str, str] = {}
         self._counts: dict[str, int] = {b: 0 for b in BUCKETS}
         self._episode_ids: dict[str, str] = {}
+        self._contradictions = Contradictions(self.config_.episode.retire_contradicted_after)
+        self._retired = RetiredVoters(lambda ids: self.store.get("archive", ids))
         episodes = []
         for bucket in BUCKETS:
             for rec in self.store.scan(bucket):
                 self._index(rec, bucket)
                 if rec.kind is Kind.EPISODE:
                     episodes.append(rec)
+        prefixes = self.config_.episode.read_only_prefixes
+        live_or_retired = [r for r in episodes if not r.archived or (r.attrs or {}).get("retired_by")]
+        for rec in sorted(live_or_retired, key=lambda r: (r.created_at, r.id)):
+            self._contradictions.observe_record(rec, prefixes)  # state only: its verdicts were acted on at write
         self._reflection.observe_stored(episodes)
 
     def _index(self, rec: MemoryRecord, bucket: str) -> None:
@@ -146,18 +153,27 @@ class MemorySystem:
                 self._counts[old] -= 1
             self._counts[bucket] += 1
         self._bucket_of[rec.id] = bucket
+        retired = bool((rec.attrs or {}).get("retired_by"))
         if bucket == "archive":
+            if not retired:
+                self._contradictions.remove(rec.id)
             self._task_types.remove(rec.id)
             self._triggers.remove(rec.id)
             self._lexical.remove(rec.id)
-            self._classifier.remove(rec.id)
-            return
-        self._task_types.add(rec.id, rec.task_type, rec.created_at.timestamp(), bucket)
-        self._lexical.add(rec.id, rec.embed_text, bucket)
+            if not retired:
+                self._classifier.remove(rec.id)
+                return
+            self._retired.add(rec.id)  # a retired success still shows how its kind of task is worded
+        else:
+            self._retired.remove(rec.id)
+            self._task_types.add(rec.id, rec.task_type, rec.created_at.timestamp(), bucket)
+            self._lexical.add(rec.id, rec.embed_text, bucket)
         if rec.kind is Kind.EPISODE:  # without a task_type (not learnt from) the classifier forgets the record
             learnt = learns_from(self.config_.retrieval.classifier.learn_from, rec.outcome)
             self._classifier.add(rec.id, rec.embed_text, rec.task_type if learnt else None,
                                  rec.created_at.timestamp())
+        if bucket == "archive":
+            return
         if rec.kind is Kind.RULE:
             self._triggers.add(rec.id, rec.trigger, rec.domain)
         if rec.kind is Kind.EPISODE and rec.source_episode_ids:
@@ -167,6 +183,8 @@ class MemorySystem:
         old = self._bucket_of.pop(record_id, None)
         if old is not None:
             self._counts[old] -= 1
+        self._contradictions.remove(record_id)
+        self._retired.remove(record_id)
         self._task_types.remove(record_id)
         self._triggers.remove(record_id)
         self._lexical.remove(record_id)
@@ -280,7 +298,8 @@ class MemorySystem:
                     "failure": cfg.failure_confidence}[ep.outcome]
             attrs = {"tools": list(comp.tools), "calls": list(comp.calls), "n_steps": comp.n_steps,
                      "user_turns": comp.user_turns,
-                     "errors": [list(e) for e in comp.errors], "failure_cause": ep.failure_cause,
+                     "errors": [list(e) for e in comp.errors], "error_calls": list(comp.error_calls),
+                     "failure_cause": ep.failure_cause,
                      "reflected": reflected[i] if reflected is not None else None}
             records.append(MemoryRecord(
                 id=self._episode_ids.get(ep.episode_id) or self.new_id(Kind.EPISODE), kind=Kind.EPISODE,
@@ -294,7 +313,26 @@ class MemorySystem:
         self.store.upsert("episode", records, embeddings)
         for rec in records:
             self._index(rec, "episode")
+        for rec in records:  # later evidence for or against stored successes (lucky ones, changed rules)
+            verdict = self._contradictions.observe_record(rec, cfg.read_only_prefixes)
+            if verdict.retire:
+                by = list(self._contradictions.refusals_of[verdict.retire[0]])
+                self._archive("episode", verdict.retire, attrs={"retired_by": by})
+                logger.info("retired %d contradicted successes (refused again: %s)", len(verdict.retire), by)
+            if verdict.reinstate:
+                self._reinstate(verdict.reinstate, by=rec.id)
+                logger.info("reinstated %d successes (%s passed the refused step)", len(verdict.reinstate), rec.id)
         return records
+
+    def _reinstate(self, ids: list[str], by: str) -> None:
+        """Bring retired successes back from the archive (a later success passed the step that had refused)."""
+        pairs = self.store.get("archive", ids)
+        recs = [replace(r, archived=False, attrs={**{k: v for k, v in r.attrs.items() if k != "retired_by"},
+                                                  "reinstated_by": by}) for r, _ in pairs]
+        self.store.upsert("episode", recs, np.stack([e for _, e in pairs]))
+        self.store.delete("archive", [r.id for r in recs])
+        for rec in recs:
+            self._index(rec, "episode")
 
     @staticmethod
     def _as_episode(data: Episode | dict[str, Any], position: int) -> Episode:
@@ -472,7 +510,7 @@ class MemorySystem:
         q = self.embedder.embed_query(query)
         cands = recall(self.store, self._counts, self._task_types, self._triggers, q, query, cfg,
                        task_type=task_type, domain=domain, overlay=self._pending, lexical=self._lexical,
-                       classifier=self._classifier)
+                       classifier=self._classifier, extra_votes=self._retired.votes(q) if task_type is None else None)
         add_partners(cands, self.store, self._bucket_of, q, domain, self._pending)  # flagged rivals come along
         shown = shown_records(cands.records, self._bucket_of.get)  # flagged records carry their conflict mark
         embs = cands.matrix()
@@ -616,9 +654,9 @@ class MemorySystem:
         done = apply_plan(self, plan, now)
         return replace(report, merged=done.merged, superseded=done.superseded, flagged=done.flagged, conflicts=plan)
 
-    def _archive(self, bucket: str, ids: list[str]) -> None:
+    def _archive(self, bucket: str, ids: list[str], attrs: dict[str, Any] | None = None) -> None:
         pairs = self.store.get(bucket, ids)
-        recs = [replace(r, archived=True) for r, _ in pairs]
+        recs = [replace(r, archived=True, attrs={**r.attrs, **attrs} if attrs else r.attrs) for r, _ in pairs]
         self.store.upsert("archive", recs, np.stack([e for _, e in pairs]))
         self.store.delete(bucket, [r.id for r in recs])
         for rec in recs:

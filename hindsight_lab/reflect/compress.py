@@ -57,6 +57,7 @@ class CompressedEpisode:
     n_steps: int
     started_at: datetime | None = None
     user_turns: int = 0  # user messages in the trace
+    error_calls: tuple[int, ...] = ()  # index in ``tools`` of each call that answered with an error (every error)
 
     @property
     def single_turn(self) -> bool:
@@ -107,6 +108,7 @@ def compress(episode: Episode, cfg: CompressConfig, read_only_prefixes: Sequence
     tools: list[str] = []
     decisions: list[str] = []
     errors: list[tuple[int, str, str]] = []
+    error_calls: list[int] = []
     last_thought: str | None = None
     last_tool = "step"
     for n, step in enumerate(episode.steps, 1):
@@ -118,6 +120,8 @@ def compress(episode: Episode, cfg: CompressConfig, read_only_prefixes: Sequence
                 decisions.append(f"before {step.name}: {_clip(last_thought, 160)}")
             last_thought, last_tool = None, step.name
         elif isinstance(step, ToolResultStep) and step.error:
+            if tools and (not error_calls or error_calls[-1] != len(tools) - 1):
+                error_calls.append(len(tools) - 1)
             if len(errors) < cfg.max_errors:
                 errors.append((n, last_tool, _clip(step.error, 200)))
         elif isinstance(step, ThoughtStep) or (isinstance(step, MessageStep) and step.role == "assistant"):
@@ -134,5 +138,5 @@ def compress(episode: Episode, cfg: CompressConfig, read_only_prefixes: Sequence
         outcome=episode.outcome, failure_cause=episode.failure_cause, tools=tuple(tools), calls=tuple(calls),
         decisions=tuple(decisions[:10]), errors=tuple(errors),
         final_answer=_clip(episode.final_answer, 200) if episode.final_answer else None, feedback=feedback,
-        n_steps=len(episode.steps), started_at=episode.started_at,
+        n_steps=len(episode.steps), started_at=episode.started_at, error_calls=tuple(error_calls),
         user_turns=sum(1 for s in episode.steps if isinstance(s, MessageStep) and s.role == "user"))

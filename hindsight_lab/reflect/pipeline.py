@@ -92,8 +92,6 @@ class ReflectionStats:
                 "writes": dict(self.writes), "promotions": self.promotions}
 
 
-
-
 def compressed_from_record(rec: MemoryRecord) -> CompressedEpisode:
     """The reflector's view of a stored episode record (what ``write_episode`` kept in ``attrs``)."""
     a = rec.attrs or {}
@@ -103,7 +101,7 @@ def compressed_from_record(rec: MemoryRecord) -> CompressedEpisode:
         outcome=rec.outcome or "partial", failure_cause=a.get("failure_cause"), tools=tuple(a.get("tools", ())),
         calls=tuple(a.get("calls", ())), decisions=(), errors=tuple(tuple(e) for e in a.get("errors", ())),
         final_answer=None, feedback=(), n_steps=int(a.get("n_steps", 0)), started_at=rec.created_at,
-        user_turns=int(a.get("user_turns", 0)))
+        user_turns=int(a.get("user_turns", 0)), error_calls=tuple(int(i) for i in a.get("error_calls", ())))
 
 
 class ReflectionPipeline:

@@ -344,6 +344,8 @@ class LiveReport:
         lucky_ids: per system, the episode ids of its lucky successes.
         lucky_in_l3: per system, the L3 rules whose source episodes include a lucky success (id → lucky sources).
         lucky_in_l2: the same for L2 candidate rules (for context).
+        retired: per system, the episode ids of the stored successes that later refusals retired
+            (:mod:`hindsight_lab.evidence`).
         env: the environment's settings.
     """
 
@@ -352,6 +354,7 @@ class LiveReport:
     lucky_ids: dict[str, list[str]] = field(default_factory=dict)
     lucky_in_l3: dict[str, dict[str, list[str]]] = field(default_factory=dict)
     lucky_in_l2: dict[str, dict[str, list[str]]] = field(default_factory=dict)
+    retired: dict[str, list[str]] = field(default_factory=dict)
     env: dict[str, Any] = field(default_factory=dict)
 
     @property
@@ -375,7 +378,8 @@ class LiveReport:
 
     def summary(self, window: int | None = None) -> dict[str, dict[str, Any]]:
         """Per system: first-attempt success overall, in the first and the final window (a quarter of the run by
-        default), all-attempt success, attempts, L3 rules at the end, lucky successes and lucky L3 rules."""
+        default), all-attempt success, attempts, L3 rules at the end, lucky successes, lucky L3 rules and the
+        successes retired by later refusals."""
         out = {}
         for s in self.systems:
             n = len(self.outcomes(s))
@@ -386,7 +390,7 @@ class LiveReport:
                       "success_all_attempts": self.rate(s, first_only=False),
                       "attempts": len(self.outcomes(s, first_only=False)),
                       "L3_final": mem[-1]["L3"] if mem else 0, "lucky_successes": len(self.lucky_ids.get(s, [])),
-                      "lucky_rules_in_L3": len(self.lucky_in_l3.get(s, {}))}
+                      "lucky_rules_in_L3": len(self.lucky_in_l3.get(s, {})), "retired": len(self.retired.get(s, []))}
         return out
 
     def layer_counts(self, layer: str = "L3") -> "Any":
@@ -402,6 +406,13 @@ class LiveReport:
         import pandas as pd
 
         return pd.DataFrame(self.memory)
+
+
+def _retired(system: Any) -> list[str]:
+    """Episode ids of the successes the system retired after later refusals (:mod:`hindsight_lab.evidence`)."""
+    mem = getattr(system, "mem", None)
+    return [] if mem is None else sorted(r.source_episode_ids[0] for r in mem.records(archived=True)
+                                         if (r.attrs or {}).get("retired_by") and r.source_episode_ids)
 
 
 def _lucky_sources(system: Any, lucky: set[str], kind: str) -> dict[str, list[str]]:
@@ -462,6 +473,7 @@ def run_live(systems_names: Sequence[str], *, n_tasks: int, seed: int = 0, confi
                     _run_task(env, s, task, count, report)
                     report.memory.append({"system": s.name, "task": task.index, "at": task.at, **s.counts()})
             for s in systems:
+                report.retired[s.name] = _retired(s)
                 lucky = set(report.lucky_ids.get(s.name, []))
                 report.lucky_in_l3[s.name] = _lucky_sources(s, lucky, "rule")
                 report.lucky_in_l2[s.name] = _lucky_sources(s, lucky, "candidate")
@@ -469,6 +481,37 @@ def run_live(systems_names: Sequence[str], *, n_tasks: int, seed: int = 0, confi
             for s in systems:
                 s.close()
     return report
+
+
+def live_table(systems_names: Sequence[str], *, seeds: Sequence[int], n_tasks: int, config: Any = None,
+               embedder: Any = None, top_k: int = 10, show_progress: bool = False, **env_options: Any) -> Any:
+    """:func:`run_live` once per seed: a DataFrame with one row per seed and system (first-attempt success overall,
+    in the first and the final quarter, all-attempt success, L3 rules at the end, lucky successes, lucky L3 rules,
+    successes retired by later refusals) and, with several seeds, one ``mean`` row per system."""
+    import pandas as pd
+
+    from ..config import LabConfig
+    from ..embed import make_embedder
+
+    cfg = config or LabConfig()
+    if embedder is None:
+        e = cfg.embedder
+        embedder = make_embedder(e.model, device=e.device, batch_size=e.batch_size,
+                                 query_cache_size=e.query_cache_size, threads=e.threads)
+    rows = []
+    for seed in seeds:
+        report = run_live(systems_names, n_tasks=n_tasks, seed=seed, config=cfg, embedder=embedder, top_k=top_k,
+                          show_progress=show_progress, **env_options)
+        for system, v in report.summary().items():
+            rows.append({"seed": seed, "system": system, "success": v["success"], "first_quarter": v["first_window"],
+                         "final_quarter": v["final_window"], "all_attempts": v["success_all_attempts"],
+                         "L3": v["L3_final"], "lucky": v["lucky_successes"], "lucky_in_L3": v["lucky_rules_in_L3"],
+                         "retired": v["retired"]})
+    table = pd.DataFrame(rows)
+    if len(seeds) > 1:
+        mean = table.drop(columns="seed").groupby("system", sort=False).mean().reset_index()
+        table = pd.concat([table, mean.assign(seed="mean")], ignore_index=True)
+    return table
 
 
 def _run_task(env: LiveEnv, system: Any, task: LiveTask, count: Any, report: LiveReport) -> None:

@@ -71,12 +71,15 @@ class Candidates:
 def recall(store: Any, counts: Mapping[str, int], task_types: TaskTypeIndex, triggers: TriggerIndex,
            q: np.ndarray, query: str, cfg: RetrievalConfig, *, task_type: str | None, domain: str | None,
            overlay: Mapping[str, MemoryRecord] | None = None, lexical: LexicalIndex | None = None,
-           classifier: TaskTypeClassifier | None = None) -> Candidates:
+           classifier: TaskTypeClassifier | None = None,
+           extra_votes: list[tuple[str | None, float]] | None = None) -> Candidates:
     """Run the vector, keyword, task-type and trigger paths; infer the query's task_type when not given.
 
     ``overlay`` replaces stored records by newer in-process versions (pending bookkeeping). Without a ``lexical``
     index there is no keyword path and every lexical feature is 0. ``classifier`` infers the task type when
-    ``retrieval.classifier.method`` is ``logistic`` (without one, the ``knn`` vote is used).
+    ``retrieval.classifier.method`` is ``logistic`` (without one, the ``knn`` vote is used); ``extra_votes``
+    (task_type, similarity) join the ``knn`` vote as neighbours that are not recalled (retired successes,
+    :mod:`hindsight_lab.evidence`).
     """
     overlay = overlay or {}
     out = Candidates()
@@ -105,6 +108,8 @@ def recall(store: Any, counts: Mapping[str, int], task_types: TaskTypeIndex, tri
             if c.method == "logistic" and classifier is not None:
                 task_type, share = classifier.predict(query)
             else:
+                if extra_votes:
+                    votes = sorted(votes + list(extra_votes), key=lambda v: -v[1])
                 task_type, share = infer_task_type(votes, k=c.k, min_votes=c.min_votes, min_share=c.min_share)
             out.task_type_source, out.task_type_share = ("inferred" if task_type else "abstained"), share
         else:

@@ -207,3 +207,37 @@ def test_no_memory_base_rate_matches_its_expectation():
     rate = sum(_base_outcome(env, i) for i in range(n)) / n
     expected = env.p_explore * 0.5 + (1 - env.p_explore * 0.5) * env.p_lucky
     assert rate == pytest.approx(expected, abs=0.02)
+
+
+def test_later_refusals_retire_only_successes_whose_order_no_longer_works(minilm):
+    """After the policy change the old booking order is refused; a lucky wrong order is refused again later. What
+    hindsight retires is exactly such successes: orders the environment refuses at the end of the run."""
+    report = run_live(["hindsight"], n_tasks=90, seed=0, embedder=minilm, policy_change_at=0.3)
+    env = LiveEnv(n_tasks=90, seed=0, policy_change_at=0.3)
+    rows = {r["episode_id"]: r for r in report.attempts}
+    retired = report.retired["hindsight"]
+    assert retired and report.summary()["hindsight"]["retired"] == len(retired)
+    end = max(r["at"] for r in rows.values())
+    for eid in retired:
+        row = rows[eid]
+        assert row["success"] and tuple(row["calls"]) != env.required(row["task_type"], end), row
+    stale = [e for e in retired if not rows[e]["lucky"]]
+    assert stale and all(rows[e]["task_type"] == "booking" and rows[e]["at"] < env.policy_changed for e in stale)
+
+
+def test_live_command_prints_one_row_per_seed_and_system_and_the_mean(tmp_path, capsys):
+    from hindsight_lab.cli import main
+
+    out = tmp_path / "live.csv"
+    assert main(["live", "--systems", "none,hindsight", "--seeds", "0,1", "--tasks", "12", "--set",
+                 "embedder.model=hashing-64", "--out", str(out)]) == 0
+    import pandas as pd
+
+    table = pd.read_csv(out)
+    assert list(table["system"]) == ["none", "hindsight"] * 3 and list(table["seed"].astype(str)) == [
+        "0", "0", "1", "1", "mean", "mean"]
+    per_seed = table[table["seed"] != "mean"]
+    mean = table[table["seed"] == "mean"].set_index("system")
+    for system in ("none", "hindsight"):
+        assert mean.loc[system, "success"] == pytest.approx(per_seed[per_seed.system == system]["success"].mean())
+    assert "final_quarter" in capsys.readouterr().out

@@ -1,0 +1,214 @@
+"""Later evidence against stored successes: lucky successes and rules of the world that changed (article §7–§8).
+
+A stored success says "these tools, in this order, worked". A later run **contradicts** it when it called the same
+tools in the same order up to a state-changing step, and was refused at that step, which the success had passed.
+Once ``episode.retire_contradicted_after`` such refusals at one step come in a row — no success passed that step
+with the same tools before it in between — every stored success that passed it is retired: archived (kept, never
+recalled) with the refusals that retired it. A success that passes the step again resets the count, so one refusal
+for a reason of its own retires nothing, and brings back the successes retired there: the step works again (a
+flaky tool that happened to refuse twice costs nothing lasting).
+
+Only refusals count: a failure without an error step, an error at a read-only tool (usually a wrong argument) and an
+``external`` failure (an outage) contradict nothing. What counts is read from what the runs did (their tool names,
+their first error, their outcome), never from labels or from what was retrieved.
+
+:class:`Contradictions` keeps, in process, the tool prefixes that stored successes passed (one hash per prefix
+length) and the refusals in a row per prefix; the memory feeds it every episode record in time order (when a store
+is opened, retired ones included, and on every write), archives what it retires and restores what it reinstates.
+
+Examples:
+    >>> led = Contradictions(retire_after=2)
+    >>> led.observe("s1", ("search", "hold", "confirm"), "success", None, 1.0)
+    Verdict(retire=[], reinstate=[])
+    >>> led.observe("f1", ("search", "hold"), "failure", 1, 2.0).retire  # refused at hold, which s1 passed
+    []
+    >>> led.observe("f2", ("search", "hold"), "failure", 1, 3.0).retire
+    ['s1']
+    >>> led.observe("s2", ("search", "hold", "confirm"), "success", None, 4.0).reinstate  # hold works again
+    ['s1']
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Callable, NamedTuple, Sequence
+
+import numpy as np
+
+
+@dataclass
+class _Step:
+    """One prefix (tools up to and including a step): the successes that passed it, the refusals since the last
+    pass, and the successes those refusals retired."""
+
+    tools: tuple[str, ...]
+    passed: set[str] = field(default_factory=set)
+    refusals: list[str] = field(default_factory=list)
+    retired: set[str] = field(default_factory=set)
+
+
+class Verdict(NamedTuple):
+    """What one observed run changes: successes to retire, and retired successes to bring back."""
+
+    retire: list[str]
+    reinstate: list[str]
+
+
+class Contradictions:
+    """Which stored successes later runs have contradicted (see the module docstring).
+
+    Args:
+        retire_after: refusals in a row at one step that retire the successes that passed it (0: never).
+    """
+
+    def __init__(self, retire_after: int) -> None:
+        self.retire_after = retire_after
+        self._steps: dict[int, list[_Step]] = {}  # hash of a prefix → the prefixes with that hash
+        self._passed: dict[str, list[_Step]] = {}  # active success id → the steps it passed
+        self._retired_at: dict[str, _Step] = {}  # retired success id → the step where it was refused
+        self._runs: dict[str, tuple[tuple[str, ...], frozenset[int]]] = {}  # success id → (tools, errors_at)
+        self.refusals_of: dict[str, tuple[str, ...]] = {}
+        """Retired success id → the ids of the refusals that retired it."""
+
+    def __len__(self) -> int:
+        return len(self._passed)
+
+    def _step(self, tools: tuple[str, ...], create: bool) -> _Step | None:
+        bucket = self._steps.get(hash(tools))
+        found = next((s for s in bucket or () if s.tools == tools), None)
+        if found is None and create:
+            found = _Step(tools)
+            self._steps.setdefault(hash(tools), []).append(found)
+        return found
+
+    def observe(self, record_id: str, tools: tuple[str, ...], outcome: str | None, refused_at: int | None,
+                created_at: float, errors_at: frozenset[int] = frozenset()) -> Verdict:
+        """Take one episode record, in time order.
+
+        A success passes every step up to its first error: the refusals counted at those steps start again from
+        zero, and the successes retired at them come back (the step works again: :attr:`Verdict.reinstate`).
+        A refusal at a step that active successes passed counts; at ``retire_after`` in a row they are retired
+        (:attr:`Verdict.retire`).
+
+        Args:
+            record_id: the episode record's id.
+            tools: the tool names it called, in order.
+            outcome: ``success``, ``failure`` or ``partial``.
+            refused_at: for a failure that counts as a refusal, the index in ``tools`` of the refused
+                state-changing call; None otherwise.
+            created_at: its time (only the order matters).
+            errors_at: indexes of calls that answered with an error in a success (it did not pass those).
+        """
+        if self.retire_after <= 0:
+            return Verdict([], [])
+        if outcome == "success":
+            self.remove(record_id)
+            self._runs[record_id] = (tuple(tools), frozenset(errors_at))
+            back: set[str] = set()
+            for step in self._register(record_id):
+                back |= step.retired
+                step.retired.clear()
+            for rid in sorted(back):
+                del self._retired_at[rid]
+                self.refusals_of.pop(rid, None)
+                self._register(rid)
+            return Verdict([], sorted(back))
+        if outcome != "failure" or refused_at is None or refused_at >= len(tools):
+            return Verdict([], [])
+        step = self._step(tools[: refused_at + 1], create=False)
+        if step is None or not step.passed:
+            return Verdict([], [])
+        step.refusals.append(record_id)
+        if len(step.refusals) < self.retire_after:
+            return Verdict([], [])
+        retired = sorted(step.passed)
+        for rid in retired:
+            self._unregister(rid)
+            self._retired_at[rid] = step
+            self.refusals_of[rid] = tuple(step.refusals)
+            step.retired.add(rid)
+        return Verdict(retired, [])
+
+    def _register(self, record_id: str) -> list[_Step]:
+        tools, errors_at = self._runs[record_id]
+        steps = []
+        for i in range(len(tools)):
+            if i in errors_at:
+                break
+            step = self._step(tools[: i + 1], create=True)
+            assert step is not None
+            step.passed.add(record_id)
+            step.refusals.clear()
+            steps.append(step)
+        self._passed[record_id] = steps
+        return steps
+
+    def _unregister(self, record_id: str) -> None:
+        for step in self._passed.pop(record_id, ()):
+            step.passed.discard(record_id)
+
+    def observe_record(self, rec: Any, read_only_prefixes: Sequence[str]) -> Verdict:
+        """:meth:`observe` for a stored episode record (its ``attrs``: ``tools``, ``error_calls``,
+        ``failure_cause``); records written before ``error_calls`` was kept locate an error by its tool name."""
+        from .summary import is_read_only
+
+        a = rec.attrs or {}
+        tools = tuple(a.get("tools", ()))
+        if "error_calls" in a:
+            errors_at = [int(i) for i in a["error_calls"]]
+        else:
+            errors_at = [tools.index(e[1]) for e in a.get("errors", ()) if len(e) > 1 and e[1] in tools]
+        refused_at = None
+        if rec.outcome == "failure" and a.get("failure_cause") != "external":
+            refused_at = next((i for i in errors_at if i < len(tools)
+                               and not is_read_only(tools[i], read_only_prefixes)), None)
+        return self.observe(rec.id, tools, rec.outcome, refused_at, rec.created_at.timestamp(),
+                            frozenset(errors_at))
+
+    def remove(self, record_id: str) -> None:
+        """Forget a run (deleted, rewritten, or archived for another reason)."""
+        self._unregister(record_id)
+        step = self._retired_at.pop(record_id, None)
+        if step is not None:
+            step.retired.discard(record_id)
+        self._runs.pop(record_id, None)
+        self.refusals_of.pop(record_id, None)
+
+
+class RetiredVoters:
+    """Retired successes still show how their kind of task is worded: the ``knn`` task-type vote counts them as
+    neighbours (:func:`~hindsight_lab.retrieve.recall.recall`, ``extra_votes``) although they are never recalled.
+
+    Args:
+        load: returns ``(record, embedding)`` pairs of archived records by id (read once, at the first vote after
+            a change).
+    """
+
+    def __init__(self, load: Callable[[list[str]], list[tuple[Any, np.ndarray]]]) -> None:
+        self._load = load
+        self._ids: dict[str, None] = {}  # insertion-ordered set
+        self._types: list[str | None] = []
+        self._matrix: np.ndarray | None = None
+
+    def __len__(self) -> int:
+        return len(self._ids)
+
+    def add(self, record_id: str) -> None:
+        if record_id not in self._ids:
+            self._ids[record_id] = None
+            self._matrix = None
+
+    def remove(self, record_id: str) -> None:
+        if self._ids.pop(record_id, 0) is None:
+            self._matrix = None
+
+    def votes(self, q: np.ndarray) -> list[tuple[str | None, float]]:
+        """``(task_type, cosine similarity to q)`` of every retired success."""
+        if not self._ids:
+            return []
+        if self._matrix is None:
+            pairs = {r.id: (r.task_type, e) for r, e in self._load(list(self._ids))}
+            self._ids = {i: None for i in self._ids if i in pairs}
+            self._types = [pairs[i][0] for i in self._ids]
+            self._matrix = np.stack([pairs[i][1] for i in self._ids]) if self._ids else np.zeros((0, len(q)))
+        return list(zip(self._types, map(float, self._matrix @ q)))

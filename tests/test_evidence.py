@@ -1,0 +1,160 @@
+"""Later evidence against stored successes (hindsight_lab.evidence): refusals at a step a success passed retire it."""
+
+from __future__ import annotations
+
+from datetime import timedelta
+from typing import Any
+
+import pytest
+
+from hindsight_lab import Kind, LabConfig, MemorySystem
+from hindsight_lab.embed import HashingEmbedder
+from hindsight_lab.evidence import Contradictions
+from hindsight_lab.store.memory import InMemoryStore
+from support import T0
+
+BOOK = ["search_availability", "hold_slot", "confirm_booking"]
+
+
+def run(eid: str, instruction: str, tools: list[str], *, refused: str | None = None, hour: int = 0,
+        cause: str = "strategy") -> dict[str, Any]:
+    """A run that called ``tools`` in order; with ``refused`` it stops with an error at that tool (a failure)."""
+    steps: list[dict[str, Any]] = []
+    for tool in tools:
+        steps.append({"type": "tool_call", "name": tool, "arguments": {}})
+        if tool == refused:
+            steps.append({"type": "tool_result", "content": "", "error": f"{tool} refused"})
+            break
+        steps.append({"type": "tool_result", "content": "ok"})
+    return {"episode_id": eid, "instruction": instruction, "steps": steps,
+            "outcome": "failure" if refused else "success", "failure_cause": cause if refused else None,
+            "started_at": (T0 + timedelta(hours=hour)).isoformat()}
+
+
+def make(**params: Any) -> MemorySystem:
+    return MemorySystem(LabConfig().with_params(params), store=InMemoryStore(), embedder=HashingEmbedder(dim=256),
+                        clock=lambda: T0)
+
+
+def active_ids(mem: MemorySystem) -> set[str]:
+    return {r.source_episode_ids[0] for r in mem.records(Kind.EPISODE)}
+
+
+def test_two_refusals_in_a_row_at_a_passed_step_retire_the_successes_that_passed_it():
+    mem = make()
+    s1 = mem.write_episode(run("s1", "book a table for two", BOOK, hour=0))
+    s2 = mem.write_episode(run("s2", "book a haircut on Monday", BOOK, hour=1))
+    other = mem.write_episode(run("r1", "move my booking", ["lookup_booking", "hold_slot", "move_booking"], hour=2))
+    mem.write_episode(run("x", "book a court", ["search_availability", "confirm_booking"], refused="confirm_booking",
+                          hour=3))  # another order: it never repeated what s1 and s2 did
+    f1 = mem.write_episode(run("f1", "book a massage", BOOK, refused="hold_slot", hour=4))
+    assert {"s1", "s2"} <= active_ids(mem)
+    f2 = mem.write_episode(run("f2", "book a room", BOOK, refused="hold_slot", hour=5))
+    assert not {"s1", "s2"} & active_ids(mem) and {"r1", "x", "f1", "f2"} <= active_ids(mem)
+    archived = {r.id: r for r in mem.records(archived=True)}
+    assert set(archived) == {s1.id, s2.id}
+    assert all(r.archived and r.attrs["retired_by"] == [f1.id, f2.id] for r in archived.values())
+    hits = mem.search("book a table for two", top_k=10).hits
+    assert hits and {h.id for h in hits}.isdisjoint(archived)
+    assert mem.get(other.id).archived is False
+
+
+def test_a_success_in_between_resets_the_count_and_only_refusals_count():
+    mem = make()
+    mem.write_episode(run("s1", "book a table", BOOK, hour=0))
+    mem.write_episode(run("f1", "book a room", BOOK, refused="hold_slot", hour=1))
+    mem.write_episode(run("s2", "book a court", BOOK, hour=2))  # passed hold_slot again: the count restarts
+    mem.write_episode(run("f2", "book a desk", BOOK, refused="hold_slot", hour=3))
+    mem.write_episode(run("o1", "book a spa", BOOK, refused="hold_slot", hour=4, cause="external"))  # an outage
+    mem.write_episode(run("o2", "book a bike", BOOK, refused="search_availability", hour=5))  # read-only step
+    no_error = run("o3", "book a boat", BOOK, hour=6)
+    no_error["outcome"] = "failure"  # failed without an error step: nothing to locate
+    mem.write_episode(no_error)
+    assert {"s1", "s2"} <= active_ids(mem)
+    mem.write_episode(run("f3", "book a car", BOOK, refused="hold_slot", hour=7))
+    assert not {"s1", "s2"} & active_ids(mem)
+
+
+def test_retire_after_zero_keeps_every_success():
+    mem = make(**{"episode.retire_contradicted_after": 0})
+    mem.write_episode(run("s1", "book a table", BOOK, hour=0))
+    for i in range(4):
+        mem.write_episode(run(f"f{i}", "book a room", BOOK, refused="hold_slot", hour=i + 1))
+    assert "s1" in active_ids(mem) and not mem.records(archived=True)
+
+
+def test_the_ledger_retires_reinstates_and_forgets():
+    led = Contradictions(retire_after=2)
+
+    def retire(*args, **kw):
+        return led.observe(*args, **kw).retire
+
+    assert retire("s1", ("a", "b"), "success", None, 0.0) == []
+    assert retire("f1", ("a", "b"), "failure", 1, 1.0) == []
+    assert retire("f2", ("a", "b"), "failure", 1, 2.0) == ["s1"]
+    assert led.refusals_of == {"s1": ("f1", "f2")}
+    assert led.observe("lucky", ("a", "b"), "success", None, 3.0).reinstate == ["s1"]  # b passed again
+    assert led.refusals_of == {}
+    assert retire("f3", ("a", "b"), "failure", 1, 4.0) == []
+    assert retire("f4", ("a", "b"), "failure", 1, 5.0) == ["lucky", "s1"]
+    led.remove("s1")  # deleted: a later pass does not bring it back
+    assert led.observe("s3", ("a", "b"), "success", None, 6.0).reinstate == ["lucky"]
+    # a success that answered with an error at a step did not pass it
+    assert led.observe("s4", ("x", "y"), "success", None, 7.0, errors_at=frozenset({1})) == ([], [])
+    assert retire("f5", ("x", "y"), "failure", 1, 8.0) == [] and retire("f6", ("x", "y"), "failure", 1, 9.0) == []
+    assert retire("f7", ("x", "z"), "failure", 0, 10.0) == []  # refused at x, which s4 passed
+    assert retire("f8", ("x",), "failure", 0, 11.0) == ["s4"]
+    assert Contradictions(retire_after=0).observe("f", ("a",), "failure", 0, 0.0) == ([], [])
+
+
+def test_a_later_success_at_the_refused_step_brings_the_retired_back():
+    mem = make()
+    s1 = mem.write_episode(run("s1", "book a table", BOOK, hour=0))
+    for i in range(2):
+        mem.write_episode(run(f"f{i}", "book a room", BOOK, refused="hold_slot", hour=1 + i))
+    assert mem.get(s1.id).archived
+    s2 = mem.write_episode(run("s2", "book a court", BOOK, hour=3))  # hold_slot works again
+    back = mem.get(s1.id)
+    assert not back.archived and "retired_by" not in back.attrs and back.attrs["reinstated_by"] == s2.id
+    assert {"s1", "s2"} <= active_ids(mem) and not mem.records(archived=True)
+    for i in range(2, 4):
+        mem.write_episode(run(f"f{i}", "book a desk", BOOK, refused="hold_slot", hour=2 + i))
+    assert not {"s1", "s2"} & active_ids(mem)
+
+
+@pytest.mark.parametrize("method", ["knn", "logistic"])
+def test_a_retired_success_still_votes_on_the_task_type(method):
+    """The refused runs stopped at hold_slot (type ``hold_slot``) and, learning from successes only, do not vote;
+    the retired bookings still say how a booking is worded."""
+    mem = make(**{"retrieval.classifier.method": method, "retrieval.classifier.learn_from": "successes",
+                  "retrieval.classifier.min_votes": 1, "retrieval.classifier.min_share": 0.0})
+    for i, text in enumerate(["book a table for two tonight", "book a table for six tonight"]):
+        mem.write_episode(run(f"s{i}", text, BOOK, hour=i))
+    mem.write_episode(run("r", "refund the damaged blender", ["lookup_order", "issue_refund"], hour=2))
+    assert mem.search("book a table for four tonight").task_type == "confirm_booking+hold_slot"
+    for i in range(2):
+        mem.write_episode(run(f"f{i}", f"book a table for {i + 7} tonight", BOOK, refused="hold_slot", hour=3 + i))
+    assert not {"s0", "s1"} & active_ids(mem)
+    assert mem.search("book a table for four tonight").task_type == "confirm_booking+hold_slot"
+
+
+def test_the_evidence_is_rebuilt_when_a_store_is_opened(tmp_path):
+    cfg = LabConfig().with_params({"store.path": str(tmp_path / "store"), "retrieval.classifier.min_votes": 1,
+                                   "retrieval.classifier.min_share": 0.0,
+                                   "retrieval.classifier.learn_from": "successes"})
+    emb = HashingEmbedder(dim=256)
+
+    def reopened() -> MemorySystem:
+        return MemorySystem(cfg, embedder=emb, clock=lambda: T0)
+
+    with reopened() as mem:
+        s = mem.write_episode(run("s", "book a table for two tonight", BOOK, hour=0))
+        f1 = mem.write_episode(run("f1", "book a table for three tonight", BOOK, refused="hold_slot", hour=1))
+    with reopened() as mem:  # the count so far comes back from the store
+        f2 = mem.write_episode(run("f2", "book a table for five tonight", BOOK, refused="hold_slot", hour=2))
+        assert mem.get(s.id).archived and mem.get(s.id).attrs["retired_by"] == [f1.id, f2.id]
+    with reopened() as mem:  # still retired, still votes, and still comes back when the step works again
+        assert "s" not in active_ids(mem)
+        assert mem.search("book a table for four tonight").task_type == "confirm_booking+hold_slot"
+        mem.write_episode(run("s2", "book a table for six tonight", BOOK, hour=3))
+        assert not mem.get(s.id).archived

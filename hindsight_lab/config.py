@@ -91,9 +91,13 @@ class EpisodeConfig(_Section):
     failure_confidence: float = Field(0.5, ge=0, le=1, json_schema_extra=_affects(WRITE, RECALL))
     """Confidence of an episode record whose outcome is failure (failures still carry lessons)."""
     retire_contradicted_after: int = Field(2, ge=0, json_schema_extra=_affects(WRITE, RECALL))
-    """Archive stored successes once this many later runs in a row repeated their tools up to a state-changing step
-    they had passed and were refused there (a lucky success, or a rule of the world that changed); a later success
-    past that step brings them back (:mod:`hindsight_lab.evidence`). 0 never retires."""
+    """Archive stored successes once at least this many later runs in a row repeated their tools up to a
+    state-changing step they had passed and were refused there (a lucky success, or a rule of the world that
+    changed), and the run is too long to be chance at that step (``retire_significance``); a later success past
+    that step brings them back (:mod:`hindsight_lab.evidence`). 0 never retires."""
+    retire_significance: float = Field(0.05, gt=0, lt=1, json_schema_extra=_affects(WRITE, RECALL))
+    """A run of refusals retires only if a run that long would come by chance, at the step's earlier refusal rate,
+    with a probability below this over as many tries as the step has had."""
     read_only_prefixes: tuple[str, ...] = Field(
         ("get", "search", "list", "find", "lookup", "read", "fetch", "query", "calculate", "think", "check",
          "verify", "quote", "view", "show", "transfer", "finish", "answer", "respond"),

@@ -2,11 +2,13 @@
 
 A stored success says "these tools, in this order, worked". A later run **contradicts** it when it called the same
 tools in the same order up to a state-changing step, and was refused at that step, which the success had passed.
-Once ``episode.retire_contradicted_after`` such refusals at one step come in a row — no success passed that step
-with the same tools before it in between — every stored success that passed it is retired: archived (kept, never
-recalled) with the refusals that retired it. A success that passes the step again resets the count, so one refusal
-for a reason of its own retires nothing, and brings back the successes retired there: the step works again (a
-flaky tool that happened to refuse twice costs nothing lasting).
+When such refusals come in a row at one step — no run passed that step with the same tools before it in between —
+and the run is too long to be chance at that step, every stored success that passed it is retired: archived (kept,
+never recalled) with the refusals that retired it. "Too long" is at least ``episode.retire_contradicted_after``
+refusals, and long enough that a run like it would come by chance, at the refusal rate the step had before, with a
+probability below ``episode.retire_significance`` over as many tries as the step has had: a step that never refused
+turns after 2 or 3 refusals, one that often refuses (a flaky tool) needs a long run. A success that passes the step
+again resets the count and brings back the successes retired there: the step works again.
 
 Only refusals count: a failure without an error step, an error at a read-only tool (usually a wrong argument) and an
 ``external`` failure (an outage) contradict nothing. What counts is read from what the runs did (their tool names,
@@ -22,14 +24,17 @@ Examples:
     Verdict(retire=[], reinstate=[])
     >>> led.observe("f1", ("search", "hold"), "failure", 1, 2.0).retire  # refused at hold, which s1 passed
     []
-    >>> led.observe("f2", ("search", "hold"), "failure", 1, 3.0).retire
+    >>> led.observe("f2", ("search", "hold"), "failure", 1, 3.0).retire  # after one pass, 2 could be chance
+    []
+    >>> led.observe("f3", ("search", "hold"), "failure", 1, 4.0).retire
     ['s1']
-    >>> led.observe("s2", ("search", "hold", "confirm"), "success", None, 4.0).reinstate  # hold works again
+    >>> led.observe("s2", ("search", "hold", "confirm"), "success", None, 5.0).reinstate  # hold works again
     ['s1']
 """
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field
 from typing import Any, Callable, NamedTuple, Sequence
 
@@ -45,6 +50,16 @@ class _Step:
     passed: set[str] = field(default_factory=set)
     refusals: list[str] = field(default_factory=list)
     retired: set[str] = field(default_factory=set)
+    passes: int = 0  # every run that passed it
+    refused_before: int = 0  # refusals before the current run of refusals
+
+    def needed(self, minimum: int, significance: float) -> int:
+        """Refusals in a row that count as a change: at least ``minimum``, and enough that a run that long would
+        come by chance, at the refusal rate seen here before it, with a probability below ``significance`` over
+        as many tries as the step has had (a step that often refuses needs a longer run)."""
+        tries = self.passes + self.refused_before
+        rate = (self.refused_before + 1) / (tries + 2)
+        return max(minimum, math.ceil(math.log(max(tries, 1) / significance) / -math.log(rate)))
 
 
 class Verdict(NamedTuple):
@@ -58,11 +73,12 @@ class Contradictions:
     """Which stored successes later runs have contradicted (see the module docstring).
 
     Args:
-        retire_after: refusals in a row at one step that retire the successes that passed it (0: never).
+        retire_after: the fewest refusals in a row at one step that retire the successes that passed it (0: never).
+        significance: see :meth:`_Step.needed`.
     """
 
-    def __init__(self, retire_after: int) -> None:
-        self.retire_after = retire_after
+    def __init__(self, retire_after: int, significance: float = 0.05) -> None:
+        self.retire_after, self.significance = retire_after, significance
         self._steps: dict[int, list[_Step]] = {}  # hash of a prefix → the prefixes with that hash
         self._passed: dict[str, list[_Step]] = {}  # active success id → the steps it passed
         self._retired_at: dict[str, _Step] = {}  # retired success id → the step where it was refused
@@ -106,6 +122,9 @@ class Contradictions:
             self._runs[record_id] = (tuple(tools), frozenset(errors_at))
             back: set[str] = set()
             for step in self._register(record_id):
+                step.passes += 1
+                step.refused_before += len(step.refusals)
+                step.refusals.clear()
                 back |= step.retired
                 step.retired.clear()
             for rid in sorted(back):
@@ -119,7 +138,7 @@ class Contradictions:
         if step is None or not step.passed:
             return Verdict([], [])
         step.refusals.append(record_id)
-        if len(step.refusals) < self.retire_after:
+        if len(step.refusals) < step.needed(self.retire_after, self.significance):
             return Verdict([], [])
         retired = sorted(step.passed)
         for rid in retired:
@@ -138,7 +157,6 @@ class Contradictions:
             step = self._step(tools[: i + 1], create=True)
             assert step is not None
             step.passed.add(record_id)
-            step.refusals.clear()
             steps.append(step)
         self._passed[record_id] = steps
         return steps

@@ -132,7 +132,8 @@ class MemorySystem:
         self._bucket_of: dict[str, str] = {}
         self._counts: dict[str, int] = {b: 0 for b in BUCKETS}
         self._episode_ids: dict[str, str] = {}
-        self._contradictions = Contradictions(self.config_.episode.retire_contradicted_after)
+        ep = self.config_.episode
+        self._contradictions = Contradictions(ep.retire_contradicted_after, ep.retire_significance)
         self._retired = RetiredVoters(lambda ids: self.store.get("archive", ids))
         episodes = []
         for bucket in BUCKETS:

@@ -20,15 +20,15 @@ is opened, retired ones included, and on every write), archives what it retires 
 
 Examples:
     >>> led = Contradictions(retire_after=2)
-    >>> led.observe("s1", ("search", "hold", "confirm"), "success", None, 1.0)
+    >>> led.observe("s1", ("search", "hold", "confirm"), "success", None)
     Verdict(retire=[], reinstate=[])
-    >>> led.observe("f1", ("search", "hold"), "failure", 1, 2.0).retire  # refused at hold, which s1 passed
+    >>> led.observe("f1", ("search", "hold"), "failure", 1).retire  # refused at hold, which s1 passed
     []
-    >>> led.observe("f2", ("search", "hold"), "failure", 1, 3.0).retire  # after one pass, 2 could be chance
+    >>> led.observe("f2", ("search", "hold"), "failure", 1).retire  # after one pass, 2 could be chance
     []
-    >>> led.observe("f3", ("search", "hold"), "failure", 1, 4.0).retire
+    >>> led.observe("f3", ("search", "hold"), "failure", 1).retire
     ['s1']
-    >>> led.observe("s2", ("search", "hold", "confirm"), "success", None, 5.0).reinstate  # hold works again
+    >>> led.observe("s2", ("search", "hold", "confirm"), "success", None).reinstate  # hold works again
     ['s1']
 """
 
@@ -98,13 +98,13 @@ class Contradictions:
         return found
 
     def observe(self, record_id: str, tools: tuple[str, ...], outcome: str | None, refused_at: int | None,
-                created_at: float, errors_at: frozenset[int] = frozenset()) -> Verdict:
-        """Take one episode record, in time order.
+                errors_at: frozenset[int] = frozenset()) -> Verdict:
+        """Take one episode record; records come in time order.
 
         A success passes every step up to its first error: the refusals counted at those steps start again from
         zero, and the successes retired at them come back (the step works again: :attr:`Verdict.reinstate`).
-        A refusal at a step that active successes passed counts; at ``retire_after`` in a row they are retired
-        (:attr:`Verdict.retire`).
+        A refusal at a step that active successes passed counts; once the run of refusals there is long enough
+        (:meth:`_Step.needed`) they are retired (:attr:`Verdict.retire`).
 
         Args:
             record_id: the episode record's id.
@@ -112,7 +112,6 @@ class Contradictions:
             outcome: ``success``, ``failure`` or ``partial``.
             refused_at: for a failure that counts as a refusal, the index in ``tools`` of the refused
                 state-changing call; None otherwise.
-            created_at: its time (only the order matters).
             errors_at: indexes of calls that answered with an error in a success (it did not pass those).
         """
         if self.retire_after <= 0:
@@ -180,8 +179,7 @@ class Contradictions:
         if rec.outcome == "failure" and a.get("failure_cause") != "external":
             refused_at = next((i for i in errors_at if i < len(tools)
                                and not is_read_only(tools[i], read_only_prefixes)), None)
-        return self.observe(rec.id, tools, rec.outcome, refused_at, rec.created_at.timestamp(),
-                            frozenset(errors_at))
+        return self.observe(rec.id, tools, rec.outcome, refused_at, frozenset(errors_at))
 
     def remove(self, record_id: str) -> None:
         """Forget a run (deleted, rewritten, or archived for another reason)."""

@@ -511,7 +511,8 @@ class MemorySystem:
         q = self.embedder.embed_query(query)
         cands = recall(self.store, self._counts, self._task_types, self._triggers, q, query, cfg,
                        task_type=task_type, domain=domain, overlay=self._pending, lexical=self._lexical,
-                       classifier=self._classifier, extra_votes=self._retired.votes(q) if task_type is None else None)
+                       classifier=self._classifier, extra_votes=self._retired.votes(q)
+                       if task_type is None and cfg.classifier.method == "knn" else None)
         add_partners(cands, self.store, self._bucket_of, q, domain, self._pending)  # flagged rivals come along
         shown = shown_records(cands.records, self._bucket_of.get)  # flagged records carry their conflict mark
         embs = cands.matrix()

@@ -95,24 +95,24 @@ def test_the_ledger_retires_reinstates_and_forgets():
 
     passes = [f"p{i:02d}" for i in range(16)]
     for pid in passes:  # 16 clean passes: the step is reliable, 2 refusals in a row are news
-        assert retire(pid, ("a", "b"), "success", None, 0.0) == []
-    assert retire("f1", ("a", "b"), "failure", 1, 1.0) == []
-    assert retire("f2", ("a", "b"), "failure", 1, 2.0) == passes
+        assert retire(pid, ("a", "b"), "success", None) == []
+    assert retire("f1", ("a", "b"), "failure", 1) == []
+    assert retire("f2", ("a", "b"), "failure", 1) == passes
     assert led.refusals_of["p00"] == ("f1", "f2")
-    assert led.observe("lucky", ("a", "b"), "success", None, 3.0).reinstate == passes
+    assert led.observe("lucky", ("a", "b"), "success", None).reinstate == passes
     assert led.refusals_of == {}
     led.remove("p00")  # deleted: it is never brought back
     for i in range(3):  # the step refused twice before: 3 refusals in a row are not enough now
-        assert retire(f"g{i}", ("a", "b"), "failure", 1, 4.0 + i) == []
-    assert retire("g3", ("a", "b"), "failure", 1, 8.0) == ["lucky", *passes[1:]]
-    assert led.observe("s3", ("a", "b"), "success", None, 9.0).reinstate == ["lucky", *passes[1:]]
+        assert retire(f"g{i}", ("a", "b"), "failure", 1) == []
+    assert retire("g3", ("a", "b"), "failure", 1) == ["lucky", *passes[1:]]
+    assert led.observe("s3", ("a", "b"), "success", None).reinstate == ["lucky", *passes[1:]]
     # a success that answered with an error at a step did not pass it
-    assert led.observe("s4", ("x", "y"), "success", None, 10.0, errors_at=frozenset({1})) == ([], [])
-    assert [retire(f"h{i}", ("x", "y"), "failure", 1, 11.0 + i) for i in range(5)] == [[]] * 5
-    assert retire("h5", ("x", "z"), "failure", 0, 16.0) == []  # refused at x, which s4 passed
-    assert retire("h6", ("x",), "failure", 0, 17.0) == []
-    assert retire("h7", ("x", "q"), "failure", 0, 18.0) == ["s4"]
-    assert Contradictions(retire_after=0).observe("f", ("a",), "failure", 0, 0.0) == ([], [])
+    assert led.observe("s4", ("x", "y"), "success", None, errors_at=frozenset({1})) == ([], [])
+    assert [retire(f"h{i}", ("x", "y"), "failure", 1) for i in range(5)] == [[]] * 5
+    assert retire("h5", ("x", "z"), "failure", 0) == []  # refused at x, which s4 passed
+    assert retire("h6", ("x",), "failure", 0) == []
+    assert retire("h7", ("x", "q"), "failure", 0) == ["s4"]
+    assert Contradictions(retire_after=0).observe("f", ("a",), "failure", 0) == ([], [])
 
 
 def test_a_later_success_at_the_refused_step_brings_the_retired_back():

@@ -101,14 +101,12 @@ class MemorySystem:
     # ------------------------------------------------------------------ lifecycle
     def open(self, *, verify_model: bool = True) -> "MemorySystem":
         """Open the store and rebuild the in-process indexes. Called by the first operation if needed."""
-        from .embed import TokenCounter, make_embedder
+        from .embed import TokenCounter, embedder_for
         from .store.chroma import ChromaStore
 
         self.config_ = self.config or LabConfig()
         if self.embedder is None:
-            e = self.config_.embedder
-            self.embedder = make_embedder(e.model, device=e.device, batch_size=e.batch_size,
-                                          query_cache_size=e.query_cache_size, threads=e.threads)
+            self.embedder = embedder_for(self.config_.embedder)
         if self.store is None:
             self.store = ChromaStore.from_config(self.config_.store)
         self.tokens_ = TokenCounter.for_embedder(self.embedder)
@@ -141,7 +139,7 @@ class MemorySystem:
                 self._index(rec, bucket)
                 if rec.kind is Kind.EPISODE:
                     episodes.append(rec)
-        prefixes = self.config_.episode.read_only_prefixes
+        prefixes = ep.read_only_prefixes
         live_or_retired = [r for r in episodes if not r.archived or (r.attrs or {}).get("retired_by")]
         for rec in sorted(live_or_retired, key=lambda r: (r.created_at, r.id)):
             self._contradictions.observe_record(rec, prefixes)  # state only: its verdicts were acted on at write
@@ -321,19 +319,11 @@ class MemorySystem:
                 self._archive("episode", verdict.retire, attrs={"retired_by": by})
                 logger.info("retired %d contradicted successes (refused again: %s)", len(verdict.retire), by)
             if verdict.reinstate:
-                self._reinstate(verdict.reinstate, by=rec.id)
+                self._move("archive", "episode", verdict.reinstate,  # a later success passed the refused step
+                           lambda r, by=rec.id: replace(r, archived=False, attrs={
+                               **{k: v for k, v in r.attrs.items() if k != "retired_by"}, "reinstated_by": by}))
                 logger.info("reinstated %d successes (%s passed the refused step)", len(verdict.reinstate), rec.id)
         return records
-
-    def _reinstate(self, ids: list[str], by: str) -> None:
-        """Bring retired successes back from the archive (a later success passed the step that had refused)."""
-        pairs = self.store.get("archive", ids)
-        recs = [replace(r, archived=False, attrs={**{k: v for k, v in r.attrs.items() if k != "retired_by"},
-                                                  "reinstated_by": by}) for r, _ in pairs]
-        self.store.upsert("episode", recs, np.stack([e for _, e in pairs]))
-        self.store.delete("archive", [r.id for r in recs])
-        for rec in recs:
-            self._index(rec, "episode")
 
     @staticmethod
     def _as_episode(data: Episode | dict[str, Any], position: int) -> Episode:
@@ -657,12 +647,18 @@ class MemorySystem:
         return replace(report, merged=done.merged, superseded=done.superseded, flagged=done.flagged, conflicts=plan)
 
     def _archive(self, bucket: str, ids: list[str], attrs: dict[str, Any] | None = None) -> None:
-        pairs = self.store.get(bucket, ids)
-        recs = [replace(r, archived=True, attrs={**r.attrs, **attrs} if attrs else r.attrs) for r, _ in pairs]
-        self.store.upsert("archive", recs, np.stack([e for _, e in pairs]))
-        self.store.delete(bucket, [r.id for r in recs])
+        self._move(bucket, "archive", ids,
+                   lambda r: replace(r, archived=True, attrs={**r.attrs, **attrs} if attrs else r.attrs))
+
+    def _move(self, source: str, target: str, ids: list[str], change: Callable[[MemoryRecord], MemoryRecord]
+              ) -> None:
+        """Move records between buckets with their vectors, changed by ``change`` on the way."""
+        pairs = self.store.get(source, ids)
+        recs = [change(r) for r, _ in pairs]
+        self.store.upsert(target, recs, np.stack([e for _, e in pairs]))
+        self.store.delete(source, [r.id for r in recs])
         for rec in recs:
-            self._index(rec, "archive")
+            self._index(rec, target)
 
     def put_records(self, records: Sequence[MemoryRecord], embeddings: np.ndarray) -> None:
         """Store records exactly as given, with their vectors: no dedup, no merge, archived ones to the archive.

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import logging
 import re
+from typing import Any
 
 from hindsight_lab.embed._base import CacheInfo
 from hindsight_lab.embed.hashing import HashingEmbedder
@@ -18,7 +19,7 @@ from hindsight_lab.embed.tokens import TokenCounter
 from hindsight_lab.errors import ConfigError
 
 __all__ = ["CacheInfo", "HashingEmbedder", "PrefetchedEmbedder", "SentenceTransformerEmbedder", "TokenCounter",
-           "make_embedder"]
+           "embedder_for", "make_embedder"]
 
 logger = logging.getLogger(__name__)
 
@@ -57,3 +58,17 @@ def make_embedder(model: str, *, device: str = "cpu", batch_size: int = 64, quer
         return HashingEmbedder(dim=int(match[1] or 256), query_cache_size=query_cache_size)
     return SentenceTransformerEmbedder(model, device=device, batch_size=batch_size,
                                        query_cache_size=query_cache_size, normalize=normalize, threads=threads)
+
+
+def embedder_for(cfg: Any) -> HashingEmbedder | SentenceTransformerEmbedder:
+    """:func:`make_embedder` with every setting of an ``embedder`` config section
+    (:class:`~hindsight_lab.config.EmbedderConfig`).
+
+    Examples:
+        >>> from hindsight_lab.config import LabConfig
+        >>> embedder_for(LabConfig().with_params({"embedder.model": "hashing-32"}).embedder).name()
+        'hashing-32'
+    """
+    return make_embedder(cfg.model, device=cfg.device, batch_size=cfg.batch_size,
+                         query_cache_size=cfg.query_cache_size, threads=cfg.threads)
+

@@ -444,14 +444,12 @@ def run_live(systems_names: Sequence[str], *, n_tasks: int, seed: int = 0, confi
         >>> report.summary()["hindsight"]["final_window"]  # doctest: +SKIP
     """
     from ..config import LabConfig
-    from ..embed import TokenCounter, make_embedder
+    from ..embed import TokenCounter, embedder_for
     from .systems import build_systems
 
     cfg = config or LabConfig()
     if embedder is None:
-        e = cfg.embedder
-        embedder = make_embedder(e.model, device=e.device, batch_size=e.batch_size,
-                                 query_cache_size=e.query_cache_size, threads=e.threads)
+        embedder = embedder_for(cfg.embedder)
     budget = token_budget or cfg.retrieval.token_budget
     env = LiveEnv(n_tasks=n_tasks, seed=seed, **env_options)
     count = TokenCounter.for_embedder(embedder).count
@@ -491,13 +489,11 @@ def live_table(systems_names: Sequence[str], *, seeds: Sequence[int], n_tasks: i
     import pandas as pd
 
     from ..config import LabConfig
-    from ..embed import make_embedder
+    from ..embed import embedder_for
 
     cfg = config or LabConfig()
     if embedder is None:
-        e = cfg.embedder
-        embedder = make_embedder(e.model, device=e.device, batch_size=e.batch_size,
-                                 query_cache_size=e.query_cache_size, threads=e.threads)
+        embedder = embedder_for(cfg.embedder)
     rows = []
     for seed in seeds:
         report = run_live(systems_names, n_tasks=n_tasks, seed=seed, config=cfg, embedder=embedder, top_k=top_k,

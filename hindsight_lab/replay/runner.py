@@ -75,7 +75,7 @@ def run_replay(path: str | Path, *, format: str = "auto", systems: Sequence[str]
             message names what differs).
     """
     from ..datasets import detect_format
-    from ..embed import make_embedder
+    from ..embed import embedder_for
 
     if resume and out is None:
         raise ConfigError("resume needs the folder of the replay to continue (out=..., --out DIR)")
@@ -84,9 +84,7 @@ def run_replay(path: str | Path, *, format: str = "auto", systems: Sequence[str]
     fmt = detect_format(path) if format == "auto" else format
     budget = token_budget or cfg.retrieval.token_budget
     if embedder is None:
-        e = cfg.embedder
-        embedder = make_embedder(e.model, device=e.device, batch_size=e.batch_size,
-                                 query_cache_size=e.query_cache_size, threads=e.threads)
+        embedder = embedder_for(cfg.embedder)
     dataset: dict[str, Any] = {"name": path.stem, "format": fmt, "sha256": file_sha256(path),
                                "order": ORDERS.get(fmt or "", "file order"), "top_k": top_k, "token_budget": budget,
                                "limit": limit, "retrieval_effects": "off (replay default)",

@@ -47,13 +47,11 @@ class MemoryPool:
 
     def open(self) -> "MemoryPool":
         """Build the embedder and the client and open the default namespace (a bad store fails here)."""
-        from ..embed import make_embedder
+        from ..embed import embedder_for
         from ..store.chroma import make_client
 
         cfg = self.config
-        e = cfg.embedder
-        self.embedder_ = self.embedder or make_embedder(e.model, device=e.device, batch_size=e.batch_size,
-                                                        query_cache_size=e.query_cache_size, threads=e.threads)
+        self.embedder_ = self.embedder or embedder_for(cfg.embedder)
         self.embedder_.embed_query("warm up")  # load the model now, not on the first request
         self.client_ = self.client or make_client(path=cfg.store.path, url=cfg.store.url)
         self._lock = threading.Lock()

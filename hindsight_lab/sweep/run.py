@@ -120,11 +120,9 @@ def run_sweep(spec: SweepSpec, *, trials: int | None = None, embedder: Any = Non
     base = spec.base_config()
     t0 = time.perf_counter()
     if embedder is None:
-        from ..embed import make_embedder
+        from ..embed import embedder_for
 
-        e = base.embedder
-        embedder = make_embedder(e.model, device=e.device, batch_size=e.batch_size,
-                                 query_cache_size=e.query_cache_size, threads=e.threads)
+        embedder = embedder_for(base.embedder)
     datasets = _load(spec, base, embedder)
     timing["load_s"] = time.perf_counter() - t0
     say(f"sweep {spec.name!r}: {n_trials} trials ({spec.sampler}) over {', '.join(spec.fields)}; "

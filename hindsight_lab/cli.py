@@ -151,6 +151,22 @@ def _cmd_live(args: argparse.Namespace) -> int:
     return 0
 
 
+def _cmd_lures(args: argparse.Namespace) -> int:
+    import pandas as pd
+
+    from .replay.lures import lure_table
+
+    seeds = [int(s) for s in args.seeds.split(",") if s.strip()]
+    systems = [s.strip() for s in args.systems.split(",") if s.strip()]
+    table = lure_table(systems, seeds=seeds, n_pairs=args.pairs, config=load_config(args), top_k=args.top_k)
+    with pd.option_context("display.width", 220, "display.max_columns", 20, "display.float_format", "{:.3f}".format):
+        print(table.to_string(index=False))
+    if args.out:
+        table.to_csv(args.out, index=False)
+        print(f"table written to {args.out}")
+    return 0
+
+
 def _cmd_reembed(args: argparse.Namespace) -> int:
     from .memory import MemorySystem
 
@@ -283,6 +299,17 @@ def _build_parser() -> argparse.ArgumentParser:
     live.add_argument("--config", help="LabConfig YAML file for the hindsight system")
     live.add_argument("--set", action="append", metavar="KEY=VALUE", help="dotted config override (repeatable)")
     live.set_defaults(func=_cmd_live)
+
+    lures = sub.add_parser("lures", help="synthetic lexical lures: does a system inject the right memory before the "
+                                         "lure that bm25 ranks first?")
+    lures.add_argument("--systems", default="hindsight", help="comma-separated systems compared with bm25")
+    lures.add_argument("--seeds", default="0", help="comma-separated generator seeds (one set of pairs each)")
+    lures.add_argument("--pairs", type=int, default=60, help="lure pairs per seed")
+    lures.add_argument("--top-k", type=int, default=10, help="shared by every system")
+    lures.add_argument("--out", help="also write the table as CSV")
+    lures.add_argument("--config", help="LabConfig YAML file for the hindsight system")
+    lures.add_argument("--set", action="append", metavar="KEY=VALUE", help="dotted config override (repeatable)")
+    lures.set_defaults(func=_cmd_lures)
 
     reembed = sub.add_parser("reembed", help="rebuild every vector of a store with the configured embedding model")
     reembed.add_argument("--store", required=True, help="folder of an embedded store, or a Chroma server URL")

@@ -154,11 +154,13 @@ class ClassifierConfig(_Section):
 
     enabled: bool = Field(True, json_schema_extra=_affects(RECALL))
     """Infer the query's task_type when the caller gives none."""
-    method: Literal["knn", "logistic"] = Field("knn", json_schema_extra=_affects(RECALL))
+    method: Literal["knn", "logistic", "embedding"] = Field("knn", json_schema_extra=_affects(RECALL))
     """``knn``: a similarity-weighted vote of the ``k`` nearest stored episodes (the vector path's neighbours);
     ``logistic``: logistic regression over TF-IDF of the stored instructions with names, places, numbers and
-    e-mail addresses masked (:mod:`hindsight_lab.retrieve.classify`). ``logistic`` resists lexical lures better
-    (synthetic lures), ``knn`` ranked better on tau-bench, whose task types derived from failed runs are noisy."""
+    e-mail addresses masked (:mod:`hindsight_lab.retrieve.classify`); ``embedding``: logistic regression over the
+    sentence embeddings of those masked instructions, with each task type also described by the words of its
+    tools (``describe_weight``). ``logistic`` and ``embedding`` resist lexical lures better (synthetic lures),
+    ``knn`` ranked better on tau-bench, whose task types derived from failed runs are noisy."""
     learn_from: Literal["all", "successes"] = Field("all", json_schema_extra=_affects(RECALL))
     """The stored episodes it learns from (``knn``: the neighbours that vote): ``all``, or only ``successes``. A
     failed run's derived task type is what its agent did, not what the task needed: where an agent's default path
@@ -166,7 +168,10 @@ class ClassifierConfig(_Section):
     environment: ``successes`` does better there), while on tau-bench the failed trials of a task fail alike and
     carry its signal (``all`` ranks better there)."""
     max_per_type: int = Field(50, ge=1, json_schema_extra=_affects(RECALL))
-    """``logistic``: the newest episodes of each task type it learns from."""
+    """``logistic``, ``embedding``: the newest episodes of each task type it learns from."""
+    describe_weight: float = Field(10.0, ge=0, json_schema_extra=_affects(RECALL))
+    """``embedding``: sample weight of each task type's description (the words of the tools its stored episodes
+    called) as a training example; 0 leaves descriptions out."""
     k: int = Field(10, ge=1, json_schema_extra=_affects(RECALL))
     """``knn``: nearest episodes that vote."""
     min_votes: int = Field(2, ge=1, json_schema_extra=_affects(RECALL))

@@ -126,7 +126,9 @@ class MemorySystem:
         self._triggers = TriggerIndex()
         self._lexical = LexicalIndex()
         c = self.config_.retrieval.classifier
-        self._classifier = TaskTypeClassifier(c.max_per_type, c.min_votes, c.min_share)
+        self._classifier = TaskTypeClassifier(c.max_per_type, c.min_votes, c.min_share, method=(
+            "embedding" if c.method == "embedding" else "logistic"), embed=lambda texts: self.embedder.embed(texts),
+            describe_weight=c.describe_weight)
         self._bucket_of: dict[str, str] = {}
         self._counts: dict[str, int] = {b: 0 for b in BUCKETS}
         self._episode_ids: dict[str, str] = {}
@@ -170,7 +172,7 @@ class MemorySystem:
         if rec.kind is Kind.EPISODE:  # without a task_type (not learnt from) the classifier forgets the record
             learnt = learns_from(self.config_.retrieval.classifier.learn_from, rec.outcome)
             self._classifier.add(rec.id, rec.embed_text, rec.task_type if learnt else None,
-                                 rec.created_at.timestamp())
+                                 rec.created_at.timestamp(), tools=(rec.attrs or {}).get("tools", ()))
         if bucket == "archive":
             return
         if rec.kind is Kind.RULE:
@@ -701,4 +703,5 @@ class MemorySystem:
             self.store.rebuild(bucket, recs, embs, name)
             done[bucket] = len(recs)
         self.store.open(name)
+        self._classifier.forget_vectors()  # the embedding classifier re-learns in the new model's space
         return done

@@ -221,3 +221,40 @@ def evaluate_lures(pairs: Sequence[LurePair], *, embedder: Any, systems: Sequenc
     return report
 
 
+
+
+def lure_table(systems: Sequence[str] = ("bm25", "hindsight"), *, seeds: Sequence[int] = (0,), n_pairs: int = 60,
+               config: Any = None, embedder: Any = None, top_k: int = 10, lured: str = "bm25") -> Any:
+    """:func:`evaluate_lures` on ``n_pairs`` generated pairs per seed: a DataFrame with one row per seed and system
+    (other than ``lured``): ``pairs``, ``lured`` (pairs where ``lured`` injects the lure first) and, on those
+    pairs, the shares where the system injects the right memory first (``right_first``), a memory of the query's
+    intent first (``intent_first``) or the lure first (``lure_first``); ``right_first_all_pairs`` over every pair.
+    With several seeds, one ``mean`` row per system.
+
+    Examples:
+        >>> lure_table(["bm25", "hindsight"], seeds=[0, 1], n_pairs=60)  # doctest: +SKIP
+    """
+    import pandas as pd
+
+    from ..config import LabConfig
+    from ..embed import embedder_for
+
+    cfg = config or LabConfig()
+    names = list(dict.fromkeys([lured, *systems]))
+    if embedder is None:
+        embedder = embedder_for(cfg.embedder)
+    rows = []
+    for seed in seeds:
+        report = evaluate_lures(lure_pairs(generate("lures", n=n_pairs, seed=seed)), embedder=embedder,
+                                systems=names, config=cfg, top_k=top_k)
+        for system in names[1:]:
+            s = report.summary(lured=lured, system=system)
+            rows.append({"seed": seed, "system": system, "pairs": s["pairs"], "lured": s[f"{lured}_lure_first"],
+                         "right_first": s[f"{system}_right_first"], "intent_first": s[f"{system}_intent_first"],
+                         "lure_first": s[f"{system}_lure_first"],
+                         "right_first_all_pairs": s[f"{system}_right_first_all_pairs"]})
+    table = pd.DataFrame(rows)
+    if len(seeds) > 1:
+        mean = table.drop(columns="seed").groupby("system", sort=False).mean().reset_index()
+        table = pd.concat([table, mean.assign(seed="mean")], ignore_index=True)
+    return table

@@ -4,12 +4,21 @@ A query's task type is guessed from the instructions of stored episodes, each la
 from what its agent did. Instructions name people, places, order numbers and e-mail addresses; two tasks of
 different types about the same customer share all of those, two tasks of the same type about different customers
 share none. So the words that identify a thing are masked before anything is learnt (:func:`mask_entities`), and
-a logistic regression over TF-IDF word unigrams and bigrams of the masked text learns the wording of each task
-type. It abstains (``None``) when the best type's probability is not above ``min_share`` or the type has fewer
-than ``min_votes`` stored examples.
+a logistic regression learns the wording of each task type from the masked text. It abstains (``None``) when the
+best type's probability is not above ``min_share`` or the type has fewer than ``min_votes`` stored examples.
+
+Two feature sets (``retrieval.classifier.method``):
+
+- ``logistic``: TF-IDF word unigrams and bigrams of the masked text.
+- ``embedding``: the sentence embedding of the masked text, so that paraphrases ("wants the money back") land near
+  the usual wording ("refund"). Each task type is also **described by its tools**: the words of the tool names its
+  stored episodes called (``issue_refund`` → "issue refund"), embedded and added as one training example of weight
+  ``describe_weight``. Tool names are the one part of a task type every run of it shares, whoever worded the
+  request, so a query in words no stored instruction used can still land on its type.
 
 The training set is the newest ``max_per_type`` episodes of every task type, kept in process and refitted lazily
-at the first prediction after a change. ``scikit-learn`` is imported at the first fit.
+at the first prediction after a change. ``scikit-learn`` is imported at the first fit; embeddings of the masked
+texts are memoised.
 
 Examples:
     >>> mask_entities("Refund order 4821 for Alice Chen (alice@example.com) in Denver.")
@@ -19,11 +28,12 @@ Examples:
 from __future__ import annotations
 
 import re
-from typing import Any
+from typing import Any, Callable, Iterable, Sequence
 
 _EMAIL = re.compile(r"\b[\w.+-]+@[\w-]+(?:\.[\w-]+)+\b")
 _WITH_DIGIT = re.compile(r"\b\w*\d\w*\b")
 _WORD = re.compile(r"[A-Za-z][\w'’-]*")
+_NAME_PART = re.compile(r"[A-Za-z]+|\d+")
 
 
 def mask_entities(text: str) -> str:
@@ -39,6 +49,20 @@ def mask_entities(text: str) -> str:
     return _WORD.sub(name, text)
 
 
+def describe_tools(tools: Iterable[str]) -> str:
+    """The words of tool names, each tool once, in sorted order: how ``embedding`` describes a task type.
+
+    Examples:
+        >>> describe_tools(["lookup_order", "issue_refund", "lookup_order", "getShipmentStatus"])
+        'get shipment status issue refund lookup order'
+    """
+    words = []
+    for name in sorted(set(tools), key=str.lower):
+        spaced = re.sub(r"(?<=[a-z0-9])(?=[A-Z])", " ", name)
+        words.append(" ".join(w.lower() for w in _NAME_PART.findall(spaced)))
+    return " ".join(w for w in words if w)
+
+
 def learns_from(learn_from: str, outcome: str | None) -> bool:
     """Whether an episode with this outcome teaches the classifier (``retrieval.classifier.learn_from``: ``all``,
     or only ``successes``); for ``knn``, whether it votes."""
@@ -52,57 +76,110 @@ class TaskTypeClassifier:
         max_per_type: newest episodes kept per task type for training.
         min_votes: abstain unless the predicted type has at least this many examples.
         min_share: abstain unless the predicted type's probability is above this.
+        method: ``logistic`` (TF-IDF features) or ``embedding`` (sentence embeddings and tool descriptions).
+        embed: texts → unit-norm embedding rows; required by ``embedding``.
+        describe_weight: ``embedding``: sample weight of each task type's tool description (0: no descriptions).
+
+    Examples:
+        >>> import numpy as np
+        >>> vocab = ["refund", "money", "cancel", "stop", "issue", "order"]
+        >>> def embed(texts):  # a toy bag-of-words embedder
+        ...     m = np.array([[w in t.lower() for w in vocab] for t in texts], dtype=float) + 1e-3
+        ...     return m / np.linalg.norm(m, axis=1, keepdims=True)
+        >>> clf = TaskTypeClassifier(min_votes=1, min_share=0.0, method="embedding", embed=embed)
+        >>> clf.add("a", "Give Ana her money back", "issue_refund", 1.0, tools=["lookup_order", "issue_refund"])
+        >>> clf.add("b", "Stop the parcel", "cancel_order", 2.0, tools=["lookup_order", "cancel_order"])
+        >>> clf.predict("Refund order 42")[0]  # no stored instruction says "refund"; the tool name does
+        'issue_refund'
     """
 
-    def __init__(self, max_per_type: int = 50, min_votes: int = 2, min_share: float = 0.5) -> None:
+    def __init__(self, max_per_type: int = 50, min_votes: int = 2, min_share: float = 0.5, *,
+                 method: str = "logistic", embed: Callable[[Sequence[str]], Any] | None = None,
+                 describe_weight: float = 10.0) -> None:
+        if method not in ("logistic", "embedding"):
+            raise ValueError(f"method: must be 'logistic' or 'embedding' (got {method!r})")
+        if method == "embedding" and embed is None:
+            raise ValueError("method 'embedding' needs an embed function")
         self.max_per_type, self.min_votes, self.min_share = max_per_type, min_votes, min_share
+        self.method, self._embed, self.describe_weight = method, embed, float(describe_weight)
         self._by_type: dict[str, dict[str, tuple[float, str]]] = {}  # type → id → (created_at, masked text)
+        self._tools: dict[str, tuple[str, ...]] = {}  # id → tools its episode called
         self._type_of: dict[str, str] = {}
+        self._vectors: dict[str, Any] = {}  # masked text or description → embedding (``embedding``)
         self._model: Any = None
         self._dirty = False
 
     def __len__(self) -> int:
         return len(self._type_of)
 
-    def add(self, record_id: str, text: str, task_type: str | None, created_at: float) -> None:
-        """Learn from a stored episode; beyond ``max_per_type`` the oldest of its type is forgotten."""
+    def add(self, record_id: str, text: str, task_type: str | None, created_at: float,
+            tools: Sequence[str] = ()) -> None:
+        """Learn from a stored episode (``tools``: the tools it called); beyond ``max_per_type`` the oldest of its
+        type is forgotten."""
         self.remove(record_id)
         if task_type is None:
             return
         examples = self._by_type.setdefault(task_type, {})
         examples[record_id] = (created_at, mask_entities(text))
         self._type_of[record_id] = task_type
+        self._tools[record_id] = tuple(tools)
         if len(examples) > self.max_per_type:
             oldest = min(examples, key=lambda rid: examples[rid][0])
-            del examples[oldest], self._type_of[oldest]
+            del examples[oldest], self._type_of[oldest], self._tools[oldest]
         self._dirty = True
 
     def remove(self, record_id: str) -> None:
         task_type = self._type_of.pop(record_id, None)
         if task_type is not None:
-            del self._by_type[task_type][record_id]
+            del self._by_type[task_type][record_id], self._tools[record_id]
             if not self._by_type[task_type]:
                 del self._by_type[task_type]
             self._dirty = True
 
     def predict(self, query: str) -> tuple[str | None, float]:
         """``(task_type, probability)``, or ``(None, probability of the best)`` when it abstains."""
-        types = [t for t, ex in self._by_type.items() if ex]
-        if not types:
+        probs = self.probabilities(query)
+        if not probs:
             return None, 0.0
-        if len(types) == 1:
-            (only,) = types
-            n = len(self._by_type[only])
-            return (only if n >= self.min_votes else None), 1.0
-        if self._dirty or self._model is None:
-            self._fit()
-            self._dirty = False
-        probs = self._model.predict_proba([mask_entities(query)])[0]
-        best = int(probs.argmax())
-        label, share = str(self._model.classes_[best]), float(probs[best])
+        label = max(probs, key=lambda t: probs[t])
+        share = probs[label]
         if share <= self.min_share or len(self._by_type.get(label, ())) < self.min_votes:
             return None, share
         return label, share
+
+    def probabilities(self, query: str) -> dict[str, float]:
+        """Every stored task type's probability for ``query`` (empty when nothing is stored)."""
+        types = [t for t, ex in self._by_type.items() if ex]
+        if len(types) <= 1:
+            return {t: 1.0 for t in types}
+        if self._dirty or self._model is None:
+            self._fit()
+            self._dirty = False
+        masked = mask_entities(query)
+        probs = self._model.predict_proba(self._vectorise([masked], memo=False) if self.method == "embedding"
+                                          else [masked])[0]
+        return {str(t): float(p) for t, p in zip(self._model.classes_, probs)}
+
+    def forget_vectors(self) -> None:
+        """Drop the memoised embeddings (the embedding model changed); the next prediction refits."""
+        self._vectors.clear()
+        self._dirty = True
+
+    def description(self, task_type: str) -> str:
+        """The words of every tool that the stored examples of ``task_type`` called."""
+        return describe_tools(t for rid in self._by_type.get(task_type, ()) for t in self._tools[rid])
+
+    def _vectorise(self, texts: Sequence[str], memo: bool = True) -> Any:
+        """Embeddings of ``texts``; training texts are memoised (``memo``), queries are not."""
+        import numpy as np
+
+        assert self._embed is not None
+        if not memo:
+            return np.asarray(self._embed(list(texts)), dtype=np.float64)
+        new = sorted({t for t in texts if t not in self._vectors})
+        if new:
+            self._vectors.update(zip(new, self._embed(new)))
+        return np.stack([np.asarray(self._vectors[t], dtype=np.float64) for t in texts])
 
     def _fit(self) -> None:
         from sklearn.feature_extraction.text import TfidfVectorizer
@@ -113,5 +190,19 @@ class TaskTypeClassifier:
         for task_type, examples in self._by_type.items():
             texts += [text for _, text in examples.values()]
             labels += [task_type] * len(examples)
+        if self.method == "embedding":
+            weights = [1.0] * len(texts)
+            if self.describe_weight > 0:
+                for task_type in self._by_type:
+                    described = self.description(task_type)
+                    if described:
+                        texts.append(described)
+                        labels.append(task_type)
+                        weights.append(self.describe_weight)
+            live = set(texts)  # forget the vectors of texts no longer trained on
+            self._vectors = {t: v for t, v in self._vectors.items() if t in live}
+            self._model = LogisticRegression(C=10.0, max_iter=1000).fit(self._vectorise(texts), labels,
+                                                                        sample_weight=weights)
+            return
         self._model = make_pipeline(TfidfVectorizer(ngram_range=(1, 2), sublinear_tf=True, lowercase=True),
                                     LogisticRegression(C=10.0, max_iter=1000)).fit(texts, labels)

@@ -105,7 +105,7 @@ def recall(store: Any, counts: Mapping[str, int], task_types: TaskTypeIndex, tri
     if task_type is None:
         if cfg.classifier.enabled:
             c = cfg.classifier
-            if c.method == "logistic" and classifier is not None:
+            if c.method in ("logistic", "embedding") and classifier is not None:
                 task_type, share = classifier.predict(query)
             else:
                 if extra_votes:

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import os
 import tempfile
+from pathlib import Path
 
 import pytest
 
@@ -53,28 +54,61 @@ def test_lure_summary_counts_only_pairs_where_bm25_was_lured():
     assert s["hindsight_top1_right"] == 1.0 and s["hindsight_right_first_all_pairs"] == pytest.approx(2 / 3)
 
 
+REPO = Path(__file__).resolve().parents[2]
+
+
 @pytest.mark.slow
 def test_lure_evaluation_on_more_than_fifty_pairs(minilm):
-    """The article's lexical-lure case on real Chroma with the real MiniLM, one fresh store per pair.
+    """The article's lexical-lure case on real Chroma with the real MiniLM, one fresh store per pair, with the
+    default config and with ``experiments/configs/lure-resistant.yaml``.
 
-    Measured when written (seed 0, 52 pairs, default config): bm25 is lured on 52/52 and hindsight injects the
-    right memory first on 0/52. Its task-type vote mostly abstains (the nearest instructions by MiniLM are the
+    Measured when written (seed 0, 52 pairs): bm25 is lured on 52/52. With the default config hindsight injects the
+    right memory first on 0/52: its task-type vote mostly abstains (the nearest instructions by MiniLM are the
     lure's and its neighbours'), and even with the task type given, the default weights (semantic 0.5 + lexical 0.2
-    against task_type 0.2) keep the lure first. The project's target is ≥ 90 %: this test checks the measurement
-    itself, not the target; raise the assertion to the target once the engine meets it."""
+    against task_type 0.2) keep the lure first. The lure-resistant config (the embedding classifier, which also
+    knows each task type by its tools' words, answering from a probability of 0.3, and task_type 0.6) injects it
+    first on 46/52. The assertions leave a margin below that figure; the project's target is 90 % (README)."""
     pairs = lure_pairs(generate("lures", n=52, seed=0))
-    # 52 fresh embedded Chroma stores: on a RAM disk where there is one (twice as fast as a real disk here)
-    with tempfile.TemporaryDirectory(dir="/dev/shm" if os.path.isdir("/dev/shm") else None) as workdir:
-        report = evaluate_lures(pairs, embedder=minilm, config=LabConfig(), workdir=workdir)
-    s = report.summary()
-    assert s["pairs"] == 52 and s["bm25_lure_first"] >= 50
-    lured = [r["pair"] for r in report.rows if r["system"] == "bm25" and r["first"] == "lure"]
-    hs = report.first("hindsight")
-    assert s["hindsight_right_first"] == sum(hs[p] == "right" for p in lured) / len(lured)
-    assert 0.0 <= s["hindsight_right_first"] + s["hindsight_lure_first"] <= 1.0
-    for r in report.rows:  # ranks agree with the verdicts
-        if r["first"] == "right":
-            assert r["right_rank"] is not None and (r["lure_rank"] is None or r["right_rank"] < r["lure_rank"])
-        if r["first"] == "lure":
-            assert r["lure_rank"] is not None and (r["right_rank"] is None or r["lure_rank"] < r["right_rank"])
-    print(f"\nlure evaluation: {s}")
+    resistant = LabConfig.from_yaml(REPO / "experiments" / "configs" / "lure-resistant.yaml")
+    summaries = {}
+    # 52 fresh embedded Chroma stores per config: on a RAM disk where there is one (twice as fast as a real disk)
+    for name, cfg in (("default", LabConfig()), ("lure-resistant", resistant)):
+        with tempfile.TemporaryDirectory(dir="/dev/shm" if os.path.isdir("/dev/shm") else None) as workdir:
+            report = evaluate_lures(pairs, embedder=minilm, config=cfg, workdir=workdir)
+        s = summaries[name] = report.summary()
+        assert s["pairs"] == 52 and s["bm25_lure_first"] >= 50
+        lured = [r["pair"] for r in report.rows if r["system"] == "bm25" and r["first"] == "lure"]
+        hs = report.first("hindsight")
+        assert s["hindsight_right_first"] == sum(hs[p] == "right" for p in lured) / len(lured)
+        assert 0.0 <= s["hindsight_right_first"] + s["hindsight_lure_first"] <= 1.0
+        for r in report.rows:  # ranks agree with the verdicts
+            if r["first"] == "right":
+                assert r["right_rank"] is not None and (r["lure_rank"] is None or r["right_rank"] < r["lure_rank"])
+            if r["first"] == "lure":
+                assert r["lure_rank"] is not None and (r["right_rank"] is None or r["lure_rank"] < r["right_rank"])
+    assert summaries["default"]["hindsight_right_first"] <= 0.1
+    assert summaries["lure-resistant"]["hindsight_right_first"] >= 0.8
+    print(f"\nlure evaluation: {summaries}")
+
+
+def test_lures_command_prints_one_row_per_seed_and_system_and_the_mean(tmp_path, capsys):
+    from hindsight_lab.cli import main
+
+    out = tmp_path / "lures.csv"
+    assert main(["lures", "--systems", "dense,hindsight", "--seeds", "0,1", "--pairs", "3", "--set",
+                 "embedder.model=hashing-64", "--out", str(out)]) == 0
+    import pandas as pd
+
+    table = pd.read_csv(out)
+    assert list(table["system"]) == ["dense", "hindsight"] * 3
+    assert list(table["seed"].astype(str)) == ["0", "0", "1", "1", "mean", "mean"]
+    per_seed = table[table["seed"] != "mean"]
+    assert (per_seed["pairs"] == 3).all() and (per_seed["lured"] <= 3).all()
+    shares = per_seed[["right_first", "lure_first"]].dropna()
+    assert ((shares >= 0) & (shares <= 1)).all().all() and (shares.sum(axis=1) <= 1 + 1e-9).all()
+    mean = table[table["seed"] == "mean"].set_index("system")
+    for system in ("dense", "hindsight"):
+        assert mean.loc[system, "pairs"] == 3
+        assert mean.loc[system, "right_first_all_pairs"] == pytest.approx(
+            per_seed[per_seed.system == system]["right_first_all_pairs"].mean())
+    assert "right_first" in capsys.readouterr().out

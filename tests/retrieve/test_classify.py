@@ -70,3 +70,57 @@ def test_search_uses_the_logistic_classifier_when_configured():
     res = strict.search("Alice Chen in Denver wants a refund for order 9911", now=T0 + timedelta(days=1))
     assert (res.task_type, res.task_type_source) == (None, "abstained")  # negative control: too unsure
     assert all(h.scores.task_type == 0.0 for h in res.hits)
+
+
+PAID_BACK = ["Give Bob Ruiz his money back: the mug he received was cracked",
+             "Reimburse a shopper from Porto whose lamp came broken in the parcel"]
+CALLED_OFF = ["Ann changed her mind about a blender; stop the purchase before it leaves the warehouse",
+              "Call off a desk purchase for a shopper in Lyon so it is never dispatched"]
+REFUND_TOOLS, CANCEL_TOOLS = ["lookup_order", "issue_refund"], ["lookup_order", "cancel_order"]
+
+
+def _embedding_classifier(embed, refund_tools, cancel_tools, **kw) -> TaskTypeClassifier:
+    clf = TaskTypeClassifier(min_votes=1, min_share=0.0, method="embedding", embed=embed, **kw)
+    for i, text in enumerate(PAID_BACK):
+        clf.add(f"r{i}", text, "refund_type", float(i), tools=refund_tools)
+    for i, text in enumerate(CALLED_OFF):
+        clf.add(f"c{i}", text, "cancel_type", float(i), tools=cancel_tools)
+    return clf
+
+
+def test_embedding_method_describes_each_type_by_the_words_of_its_tools(minilm):
+    query = "Refund order 4821: Ann in Lyon says the blue blender arrived damaged."
+    clf = _embedding_classifier(minilm.embed, REFUND_TOOLS, CANCEL_TOOLS)
+    assert clf.description("refund_type") == "issue refund lookup order"
+    assert clf.predict(query)[0] == "refund_type"  # no stored instruction says "refund"; a tool name does
+    # the descriptions decide: with the tool names swapped between the types, so is the prediction
+    swapped = _embedding_classifier(minilm.embed, CANCEL_TOOLS, REFUND_TOOLS)
+    assert swapped.predict(query)[0] == "cancel_type"
+    assert TaskTypeClassifier(method="embedding", embed=minilm.embed).predict(query) == (None, 0.0)  # nothing stored
+
+
+def test_embedding_method_needs_an_embedder_and_a_known_method():
+    import pytest
+
+    with pytest.raises(ValueError, match="embed function"):
+        TaskTypeClassifier(method="embedding")
+    with pytest.raises(ValueError, match="method"):
+        TaskTypeClassifier(method="svm")
+
+
+def test_search_uses_the_embedding_classifier_and_relearns_after_reembed():
+    cfg = LabConfig().with_params({"retrieval.classifier.method": "embedding",
+                                   "retrieval.classifier.min_share": 0.4})
+    mem = MemorySystem(cfg, store=InMemoryStore(), embedder=HashingEmbedder(dim=256)).open()
+    for i, text in enumerate(REFUNDS):
+        mem.write_episode(episode(f"r{i}", text, ["lookup_order", "issue_refund"]), now=T0 + timedelta(hours=i))
+    for i, text in enumerate(ADDRESSES):
+        mem.write_episode(episode(f"a{i}", text, ["update_address"]), now=T0 + timedelta(hours=3 + i))
+    query = "Alice Chen in Denver wants a refund for order 9911"
+    res = mem.search(query, now=T0 + timedelta(days=1))
+    assert (res.task_type, res.task_type_source) == ("issue_refund", "inferred")
+    assert [h.scores.task_type for h in res.hits if h.record.task_type == "issue_refund"] == [1.0] * 3
+    # another embedding space: the classifier's vectors are rebuilt, not mixed with the old ones
+    mem.reembed(HashingEmbedder(dim=128))
+    res = mem.search(query, now=T0 + timedelta(days=1))
+    assert (res.task_type, res.task_type_source) == ("issue_refund", "inferred")

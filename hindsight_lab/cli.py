@@ -159,8 +159,9 @@ def _cmd_lures(args: argparse.Namespace) -> int:
     seeds = [int(s) for s in args.seeds.split(",") if s.strip()]
     systems = [s.strip() for s in args.systems.split(",") if s.strip()]
     table = lure_table(systems, seeds=seeds, n_pairs=args.pairs, config=load_config(args), top_k=args.top_k)
+    counts = {c: "{:.0f}".format for c in ("pairs", "lured")}  # whole pairs (the mean row averages them)
     with pd.option_context("display.width", 220, "display.max_columns", 20, "display.float_format", "{:.3f}".format):
-        print(table.to_string(index=False))
+        print(table.to_string(index=False, formatters=counts))
     if args.out:
         table.to_csv(args.out, index=False)
         print(f"table written to {args.out}")

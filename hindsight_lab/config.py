@@ -159,8 +159,9 @@ class ClassifierConfig(_Section):
     ``logistic``: logistic regression over TF-IDF of the stored instructions with names, places, numbers and
     e-mail addresses masked (:mod:`hindsight_lab.retrieve.classify`); ``embedding``: logistic regression over the
     sentence embeddings of those masked instructions, with each task type also described by the words of its
-    tools (``describe_weight``). ``logistic`` and ``embedding`` resist lexical lures better (synthetic lures),
-    ``knn`` ranked better on tau-bench, whose task types derived from failed runs are noisy."""
+    tools (``describe_weight``; one more embedding per search, of the masked query). ``logistic`` and
+    ``embedding`` resist lexical lures better (synthetic lures), ``knn`` ranked better on tau-bench, whose task
+    types derived from failed runs are noisy."""
     learn_from: Literal["all", "successes"] = Field("all", json_schema_extra=_affects(RECALL))
     """The stored episodes it learns from (``knn``: the neighbours that vote): ``all``, or only ``successes``. A
     failed run's derived task type is what its agent did, not what the task needed: where an agent's default path

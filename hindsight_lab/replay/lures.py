@@ -221,8 +221,6 @@ def evaluate_lures(pairs: Sequence[LurePair], *, embedder: Any, systems: Sequenc
     return report
 
 
-
-
 def lure_table(systems: Sequence[str] = ("bm25", "hindsight"), *, seeds: Sequence[int] = (0,), n_pairs: int = 60,
                config: Any = None, embedder: Any = None, top_k: int = 10, lured: str = "bm25") -> Any:
     """:func:`evaluate_lures` on ``n_pairs`` generated pairs per seed: a DataFrame with one row per seed and system

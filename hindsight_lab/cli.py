@@ -6,7 +6,7 @@ import argparse
 import sys
 import tempfile
 from pathlib import Path
-from typing import TYPE_CHECKING, Sequence
+from typing import TYPE_CHECKING, Any, Sequence
 
 from . import __version__
 from .cliargs import load_config, store_params
@@ -134,38 +134,35 @@ def _print_replay(report: "ReplayReport") -> None:
         print(f"resumed: {resumed} units taken from the journal")
 
 
-def _cmd_live(args: argparse.Namespace) -> int:
+def _seeded_table(args: argparse.Namespace, build: Any, **formatters: Any) -> int:
+    """Shared by ``live`` and ``lures``: one table row per seed and system (``build(systems, seeds)``), printed and
+    written as CSV with ``--out``."""
     import pandas as pd
-
-    from .replay.live import live_table
 
     seeds = [int(s) for s in args.seeds.split(",") if s.strip()]
     systems = [s.strip() for s in args.systems.split(",") if s.strip()]
-    table = live_table(systems, seeds=seeds, n_tasks=args.tasks, config=load_config(args), top_k=args.top_k,
-                       show_progress=True)
+    table = build(systems, seeds)
     with pd.option_context("display.width", 220, "display.max_columns", 20, "display.float_format", "{:.3f}".format):
-        print(table.to_string(index=False))
+        print(table.to_string(index=False, formatters=formatters or None))
     if args.out:
         table.to_csv(args.out, index=False)
         print(f"table written to {args.out}")
     return 0
+
+
+def _cmd_live(args: argparse.Namespace) -> int:
+    from .replay.live import live_table
+
+    return _seeded_table(args, lambda systems, seeds: live_table(
+        systems, seeds=seeds, n_tasks=args.tasks, config=load_config(args), top_k=args.top_k, show_progress=True))
 
 
 def _cmd_lures(args: argparse.Namespace) -> int:
-    import pandas as pd
-
     from .replay.lures import lure_table
 
-    seeds = [int(s) for s in args.seeds.split(",") if s.strip()]
-    systems = [s.strip() for s in args.systems.split(",") if s.strip()]
-    table = lure_table(systems, seeds=seeds, n_pairs=args.pairs, config=load_config(args), top_k=args.top_k)
-    counts = {c: "{:.0f}".format for c in ("pairs", "lured")}  # whole pairs (the mean row averages them)
-    with pd.option_context("display.width", 220, "display.max_columns", 20, "display.float_format", "{:.3f}".format):
-        print(table.to_string(index=False, formatters=counts))
-    if args.out:
-        table.to_csv(args.out, index=False)
-        print(f"table written to {args.out}")
-    return 0
+    whole = "{:.0f}".format  # pair counts (the mean row averages them)
+    return _seeded_table(args, lambda systems, seeds: lure_table(
+        systems, seeds=seeds, n_pairs=args.pairs, config=load_config(args), top_k=args.top_k), pairs=whole, lured=whole)
 
 
 def _cmd_reembed(args: argparse.Namespace) -> int:
@@ -242,6 +239,16 @@ def _cmd_bench(args: argparse.Namespace) -> int:
     return run_bench_cli(args)
 
 
+def _seeded_arguments(parser: argparse.ArgumentParser, systems: str, systems_help: str, seeds_help: str) -> None:
+    """The options of a seeded side-by-side command (``live``, ``lures``)."""
+    parser.add_argument("--systems", default=systems, help=systems_help)
+    parser.add_argument("--seeds", default="0", help=seeds_help)
+    parser.add_argument("--top-k", type=int, default=10, help="shared by every system")
+    parser.add_argument("--out", help="also write the table as CSV")
+    parser.add_argument("--config", help="LabConfig YAML file for the hindsight system")
+    parser.add_argument("--set", action="append", metavar="KEY=VALUE", help="dotted config override (repeatable)")
+
+
 def _build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="hindsight-lab", description=__doc__)
     parser.add_argument("--version", action="version", version=f"hindsight-lab {__version__}")
@@ -292,24 +299,16 @@ def _build_parser() -> argparse.ArgumentParser:
     replay.set_defaults(func=_cmd_replay)
 
     live = sub.add_parser("live", help="the live synthetic environment: an agent acts on what each system injects")
-    live.add_argument("--systems", default="none,dense,bm25,hindsight", help="comma-separated system names")
-    live.add_argument("--seeds", default="0", help="comma-separated environment seeds (one run each)")
+    _seeded_arguments(live, "none,dense,bm25,hindsight", "comma-separated system names",
+                      "comma-separated environment seeds (one run each)")
     live.add_argument("--tasks", type=int, default=240, help="tasks per run (retries come on top)")
-    live.add_argument("--top-k", type=int, default=10, help="shared by every system")
-    live.add_argument("--out", help="also write the table as CSV")
-    live.add_argument("--config", help="LabConfig YAML file for the hindsight system")
-    live.add_argument("--set", action="append", metavar="KEY=VALUE", help="dotted config override (repeatable)")
     live.set_defaults(func=_cmd_live)
 
     lures = sub.add_parser("lures", help="synthetic lexical lures: does a system inject the right memory before the "
                                          "lure that bm25 ranks first?")
-    lures.add_argument("--systems", default="hindsight", help="comma-separated systems compared with bm25")
-    lures.add_argument("--seeds", default="0", help="comma-separated generator seeds (one set of pairs each)")
+    _seeded_arguments(lures, "hindsight", "comma-separated systems compared with bm25",
+                      "comma-separated generator seeds (one set of pairs each)")
     lures.add_argument("--pairs", type=int, default=60, help="lure pairs per seed")
-    lures.add_argument("--top-k", type=int, default=10, help="shared by every system")
-    lures.add_argument("--out", help="also write the table as CSV")
-    lures.add_argument("--config", help="LabConfig YAML file for the hindsight system")
-    lures.add_argument("--set", action="append", metavar="KEY=VALUE", help="dotted config override (repeatable)")
     lures.set_defaults(func=_cmd_lures)
 
     reembed = sub.add_parser("reembed", help="rebuild every vector of a store with the configured embedding model")

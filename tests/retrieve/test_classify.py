@@ -54,14 +54,19 @@ def test_keeps_the_newest_per_type_and_forgets_removed_records():
     assert len(clf) == 1
 
 
-def test_search_uses_the_logistic_classifier_when_configured():
-    cfg = LabConfig().with_params({"retrieval.classifier.method": "logistic",
-                                   "retrieval.classifier.min_share": 0.4})
+def _refunds_and_addresses(method: str) -> tuple[LabConfig, MemorySystem]:
+    """A store with the refunds and the address changes, its classifier ``method`` answering from 0.4."""
+    cfg = LabConfig().with_params({"retrieval.classifier.method": method, "retrieval.classifier.min_share": 0.4})
     mem = MemorySystem(cfg, store=InMemoryStore(), embedder=HashingEmbedder(dim=256)).open()
     for i, text in enumerate(REFUNDS):
         mem.write_episode(episode(f"r{i}", text, ["lookup_order", "issue_refund"]), now=T0 + timedelta(hours=i))
     for i, text in enumerate(ADDRESSES):
         mem.write_episode(episode(f"a{i}", text, ["update_address"]), now=T0 + timedelta(hours=3 + i))
+    return cfg, mem
+
+
+def test_search_uses_the_logistic_classifier_when_configured():
+    cfg, mem = _refunds_and_addresses("logistic")
     res = mem.search("Alice Chen in Denver wants a refund for order 9911", now=T0 + timedelta(days=1))
     assert (res.task_type, res.task_type_source) == ("issue_refund", "inferred")
     assert res.task_type_share > 0.4
@@ -109,13 +114,7 @@ def test_embedding_method_needs_an_embedder_and_a_known_method():
 
 
 def test_search_uses_the_embedding_classifier_and_relearns_after_reembed():
-    cfg = LabConfig().with_params({"retrieval.classifier.method": "embedding",
-                                   "retrieval.classifier.min_share": 0.4})
-    mem = MemorySystem(cfg, store=InMemoryStore(), embedder=HashingEmbedder(dim=256)).open()
-    for i, text in enumerate(REFUNDS):
-        mem.write_episode(episode(f"r{i}", text, ["lookup_order", "issue_refund"]), now=T0 + timedelta(hours=i))
-    for i, text in enumerate(ADDRESSES):
-        mem.write_episode(episode(f"a{i}", text, ["update_address"]), now=T0 + timedelta(hours=3 + i))
+    _, mem = _refunds_and_addresses("embedding")
     query = "Alice Chen in Denver wants a refund for order 9911"
     res = mem.search(query, now=T0 + timedelta(days=1))
     assert (res.task_type, res.task_type_source) == ("issue_refund", "inferred")

@@ -195,6 +195,10 @@ class RetrievalConfig(_Section):
     min_relative_score: float = Field(0.0, ge=0, le=1, json_schema_extra=_affects(RECALL))
     """Early stop: results whose total score is below this fraction of the best result's are dropped (triggered
     rules excepted); 0 keeps everything up to top_k and the budget. Trades recall for injected tokens."""
+    enough_score: float | None = Field(None, json_schema_extra=_affects(RECALL))
+    """Early stop on a sure first memory: when the best result's total score is at least this, it is injected
+    alone (triggered rules excepted); None turns it off. Trades recall for injected tokens, like
+    ``min_relative_score``, but by how sure the first result is rather than by the gap to the next ones."""
     max_triggered: int = Field(2, ge=0, json_schema_extra=_affects(RECALL))
     """Triggered rules guaranteed a place in the result."""
     token_budget: int = Field(600, ge=1, json_schema_extra=_affects(RECALL))

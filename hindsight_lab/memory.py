@@ -33,7 +33,7 @@ from .retrieve.classify import TaskTypeClassifier, learns_from
 from .retrieve.lexical import LexicalIndex
 from .retrieve.paths import TaskTypeIndex, TriggerIndex
 from .retrieve.recall import RECALLED_BUCKETS, Candidates, ages_days, features, recall
-from .retrieve.rerank import rerank
+from .retrieve.rerank import enough_at, rerank
 from .retrieve.result import CandidateSet, SearchResult
 from .summary import summarise
 from .trace import Episode
@@ -514,7 +514,8 @@ class MemorySystem:
         # a busy 2-core machine (bench profile); the matrix is at most a few dozen rows
         sim = np.einsum("ik,jk->ij", embs, embs)
         ranked = rerank(feats, sim, cfg.weights.vector(), top_k=k, min_score=cfg.min_score, forced=forced,
-                        max_forced=cfg.max_triggered, min_relative=cfg.min_relative_score)
+                        max_forced=cfg.max_triggered, min_relative=cfg.min_relative_score,
+                        enough=enough_at(cfg.enough_score))
 
         working = self._working.records() if self._working else []
         ordered = working + [shown[i] for i in ranked.order]

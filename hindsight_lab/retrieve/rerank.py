@@ -75,13 +75,19 @@ def base_scores(features: np.ndarray, weights: np.ndarray) -> np.ndarray:
     return np.broadcast_to(out, (weights.shape[0], features.shape[-2])).copy()
 
 
+def enough_at(score: float | None) -> float:
+    """``retrieval.enough_score`` as the rerank's ``enough`` threshold (``inf``: off)."""
+    return float("inf") if score is None else float(score)
+
+
 def _per_config(value: float | Sequence[float] | np.ndarray, c: int, dtype: type = np.float64) -> np.ndarray:
     return np.broadcast_to(np.asarray(value, dtype=dtype), (c,))
 
 
 def rerank_many(features: np.ndarray, similarity: np.ndarray, weights: np.ndarray | Sequence[Sequence[float]], *,
                 top_k: int, min_score: float | np.ndarray = float("-inf"), forced: np.ndarray | None = None,
-                max_forced: int | np.ndarray = 0, min_relative: float | np.ndarray = 0.0) -> RerankBatch:
+                max_forced: int | np.ndarray = 0, min_relative: float | np.ndarray = 0.0,
+                enough: float | np.ndarray = float("inf")) -> RerankBatch:
     """Greedy weighted rerank with a redundancy penalty and guaranteed places for forced candidates, for ``C``
     configs at once.
 
@@ -96,6 +102,8 @@ def rerank_many(features: np.ndarray, similarity: np.ndarray, weights: np.ndarra
         max_forced: per config: how many forced candidates are guaranteed at most (best base score first).
         min_relative: per config: early stop — once something is selected, candidates whose total falls below
             this fraction of the first selected total are not selected, unless forced (0 turns it off).
+        enough: per config: early stop on a sure first pick — when the first selected total is at least this,
+            nothing else is selected, unless forced (``inf`` turns it off).
 
     Returns:
         Each config's selection sorted by total score (descending, stable: greedy order among equal totals).
@@ -115,6 +123,7 @@ def rerank_many(features: np.ndarray, similarity: np.ndarray, weights: np.ndarra
     sim = np.clip(np.asarray(similarity, dtype=np.float64).reshape(n, n), 0.0, None)
     floor0 = _per_config(min_score, c)
     rel = _per_config(min_relative, c)
+    sure_at = _per_config(enough, c)
     cap = _per_config(max_forced, c, np.int64)
     must = np.zeros((c, n), dtype=bool)
     if forced is not None:
@@ -138,6 +147,8 @@ def rerank_many(features: np.ndarray, similarity: np.ndarray, weights: np.ndarra
         else:
             floor = floor0
         pool = available & ((adjusted >= floor[:, None]) | must)
+        if step:  # the first pick was sure enough: only forced candidates follow it
+            pool = np.where((total[:, 0] >= sure_at)[:, None], must_left, pool)
         pool = np.where(only_must[:, None], must_left, pool) & active[:, None]
         active = pool.any(axis=1)
         if not active.any():
@@ -158,7 +169,7 @@ def rerank_many(features: np.ndarray, similarity: np.ndarray, weights: np.ndarra
 
 def rerank(features: np.ndarray, similarity: np.ndarray, weights: Sequence[float], *, top_k: int,
            min_score: float = float("-inf"), forced: np.ndarray | None = None, max_forced: int = 0,
-           min_relative: float = 0.0) -> RerankResult:
+           min_relative: float = 0.0, enough: float = float("inf")) -> RerankResult:
     """One config of :func:`rerank_many` (``weights`` is ``(w1, …, w6)``), with per-term rows.
 
     Returns:
@@ -167,7 +178,8 @@ def rerank(features: np.ndarray, similarity: np.ndarray, weights: Sequence[float
     """
     feats = np.asarray(features, dtype=np.float64).reshape(-1, len(FEATURES))
     batch = rerank_many(feats, similarity, np.asarray(weights, dtype=np.float64)[None, :], top_k=top_k,
-                        min_score=min_score, forced=forced, max_forced=max_forced, min_relative=min_relative)
+                        min_score=min_score, forced=forced, max_forced=max_forced, min_relative=min_relative,
+                        enough=enough)
     n = int(batch.count[0])
     order = [int(i) for i in batch.order[0, :n]]
     terms = np.column_stack([feats[order], batch.redundancy[0, :n], batch.total[0, :n]]) if order \

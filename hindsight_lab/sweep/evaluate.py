@@ -20,7 +20,7 @@ from ..config import LabConfig
 from ..metrics import evaluate
 from ..replay.report import METRICS
 from ..retrieve.inject import keep_within_budget
-from ..retrieve.rerank import FEATURES, recency, rerank_many
+from ..retrieve.rerank import FEATURES, enough_at, recency, rerank_many
 from .cache import CachedQuery, ReplayCache
 
 if TYPE_CHECKING:
@@ -28,7 +28,7 @@ if TYPE_CHECKING:
 
 #: Fields scored from the cache; ``retrieval.weights.*`` is every rerank weight.
 FAST_FIELDS: tuple[str, ...] = ("retrieval.weights.*", "retrieval.min_score", "retrieval.min_relative_score",
-                                "retrieval.max_triggered", "retrieval.recency_half_life_days",
+                                "retrieval.enough_score", "retrieval.max_triggered", "retrieval.recency_half_life_days",
                                 "retrieval.token_budget")
 #: Figures per config besides :data:`~hindsight_lab.replay.report.METRICS`.
 EXTRA: tuple[str, ...] = ("tokens_median", "tokens_p95", "hit_rate", "empty_queries")
@@ -49,6 +49,7 @@ class ConfigBatch:
     max_forced: np.ndarray
     half_life: np.ndarray
     budget: np.ndarray
+    enough: np.ndarray
 
     @classmethod
     def from_configs(cls, configs: Sequence[LabConfig]) -> "ConfigBatch":
@@ -58,14 +59,15 @@ class ConfigBatch:
                    np.array([x.min_relative_score for x in r], dtype=np.float64),
                    np.array([x.max_triggered for x in r], dtype=np.int64),
                    np.array([x.recency_half_life_days for x in r], dtype=np.float64),
-                   np.array([x.token_budget for x in r], dtype=np.int64))
+                   np.array([x.token_budget for x in r], dtype=np.int64),
+                   np.array([enough_at(x.enough_score) for x in r], dtype=np.float64))
 
     def __len__(self) -> int:
         return self.weights.shape[0]
 
     def take(self, idx: slice | np.ndarray) -> "ConfigBatch":
         return ConfigBatch(self.weights[idx], self.min_score[idx], self.min_relative[idx], self.max_forced[idx],
-                           self.half_life[idx], self.budget[idx])
+                           self.half_life[idx], self.budget[idx], self.enough[idx])
 
 
 @dataclass(frozen=True)
@@ -156,7 +158,8 @@ class FastEvaluator:
             feats = np.repeat(feats[None], len(batch), axis=0)
             feats[:, :, FEATURES.index("recency")] = recency(cs.ages_days[None, :], batch.half_life[:, None])
         ranked = rerank_many(feats, cs.similarity, batch.weights, top_k=k, min_score=batch.min_score,
-                             forced=cs.forced, max_forced=batch.max_forced, min_relative=batch.min_relative)
+                             forced=cs.forced, max_forced=batch.max_forced, min_relative=batch.min_relative,
+                             enough=batch.enough)
         order = ranked.order
         valid = order >= 0
         idx = np.where(valid, order, 0)

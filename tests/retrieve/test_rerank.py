@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from hindsight_lab.retrieve.rerank import TERMS, recency, rerank
+from hindsight_lab.retrieve.rerank import TERMS, recency, rerank, rerank_many
 
 W = (0.2, 0.0, 0.3, 0.3, 0.1, 0.1)  # semantic, lexical, task_type, confidence, recency, redundancy
 
@@ -71,3 +71,15 @@ def test_min_relative_stops_early_but_keeps_forced():
     assert rerank(feats, np.eye(4), W, top_k=4, min_relative=0.5).order == [0]
     forced = np.array([False, False, False, True])
     assert rerank(feats, np.eye(4), W, top_k=4, min_relative=0.5, forced=forced, max_forced=1).order == [0, 3]
+
+
+def test_enough_injects_a_sure_first_pick_alone_but_keeps_forced():
+    feats = f([0.9, 1, 0.9, 1.0], [0.5, 0, 0.5, 0.5], [0.45, 0, 0.5, 0.5], [0.0, 0, 0.1, 0.0])
+    # totals 0.85, 0.3, 0.29, 0.03 (as above)
+    assert rerank(feats, np.eye(4), W, top_k=4, enough=0.9).order == [0, 1, 2, 3]  # first pick not sure enough
+    assert rerank(feats, np.eye(4), W, top_k=4, enough=0.8).order == [0]
+    forced = np.array([False, False, False, True])
+    assert rerank(feats, np.eye(4), W, top_k=4, enough=0.5, forced=forced, max_forced=1).order == [0, 3]
+    # per config, in one batch: off, sure, not sure
+    batch = rerank_many(feats, np.eye(4), np.array([W] * 3), top_k=4, enough=np.array([np.inf, 0.8, 0.9]))
+    assert batch.count.tolist() == [4, 1, 4]

@@ -24,7 +24,8 @@ def _random_config(rng: np.random.Generator) -> LabConfig:
         "retrieval.min_relative_score": float(rng.choice([0.0, 0.6, 0.8])),
         "retrieval.recency_half_life_days": float(rng.choice([3.0, 30.0])),
         "retrieval.token_budget": int(rng.choice([300, 1500])),
-        "retrieval.max_triggered": int(rng.choice([0, 2]))})
+        "retrieval.max_triggered": int(rng.choice([0, 2])),
+        "retrieval.enough_score": [None, 0.5, 0.7][int(rng.integers(3))]})
 
 
 @pytest.fixture(scope="module")

@@ -106,7 +106,9 @@ def bootstrap_ci(per_query: Mapping[Hashable, float], groups: Mapping[Hashable, 
         draw = rng.integers(0, n_groups, size=(m, n_groups))
         stats[start:start + m] = sums[draw].sum(axis=1) / counts[draw].sum(axis=1)
     low, high = np.quantile(stats, [alpha / 2, 1 - alpha / 2])
-    return mean, float(low), float(high)
+    # The resampled means add the values in another order than fsum; with one group every resample is the whole
+    # set and its last bit can land on either side of the mean: the interval must still hold the mean.
+    return mean, min(float(low), mean), max(float(high), mean)
 
 
 def paired_randomization_test(a: Mapping[Hashable, float], b: Mapping[Hashable, float],

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 import pytest
 
@@ -169,3 +171,13 @@ def test_randomization_input_errors():
         paired_randomization_test({"q1": 1.0}, {"q1": 0.0}, n_permutations=0)
     with pytest.raises(ValueError, match="have no group"):
         paired_randomization_test({"q1": 1.0}, {"q1": 0.0}, {})
+
+
+def test_bootstrap_one_group_holds_the_mean_to_the_last_bit():
+    # Regression: with one group (a LoCoMo replay of one conversation) every resample is the whole set, summed in
+    # another order than the reported mean's fsum; here that sum is one ulp above the mean, which fell outside.
+    x = [0.021489705265908876, 0.8375779756625729, 0.5564543226524334, 0.6422943629324456, 0.1859062658947177,
+         0.9925434121760651, 0.8599465287952899]
+    values = {f"q{i}": v for i, v in enumerate(x)}
+    mean, low, high = bootstrap_ci(values, {q: "conv" for q in values})
+    assert mean == math.fsum(x) / len(x) and low <= mean <= high and high - low < 1e-15

@@ -29,10 +29,14 @@ class MessageStep(_Model):
 
 
 class ToolCallStep(_Model):
+    """One tool call; ``actor`` is who made it, when the trace says: the agent (``"assistant"``) or, in traces
+    where the user acts too (tau2-bench telecom: the user toggles data on the phone), the user."""
+
     type: Literal["tool_call"] = "tool_call"
     name: str = Field(min_length=1)
     arguments: dict[str, Any] = {}
     id: str | None = None
+    actor: Literal["assistant", "user"] | None = None
 
 
 class ToolResultStep(_Model):

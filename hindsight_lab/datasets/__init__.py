@@ -1,14 +1,16 @@
 """Adapters from recorded traces into the trace format (DESIGN §5), and :func:`load`, which picks one.
 
 Formats: ``jsonl`` (the project's own, :mod:`.jsonl`), ``tau-bench`` (historical trajectories,
-:mod:`.tau_bench`), ``reflexion-hotpotqa`` (Reflexion's HotpotQA text logs, :mod:`.reflexion`) and ``locomo``
-(LoCoMo conversations, :mod:`.locomo`). LoCoMo is a conversation dataset, not a trace of episodes: its turns are
-memories and its questions are the queries, replayed one conversation at a time (DESIGN §6). :func:`load` therefore
-refuses it and points to :func:`read_locomo`, so that no caller can replay its turns as queries by accident.
+:mod:`.tau_bench`), ``tau2-bench`` (tau2-bench simulation files, :mod:`.tau2_bench`), ``reflexion-hotpotqa``
+(Reflexion's HotpotQA text logs, :mod:`.reflexion`) and ``locomo`` (LoCoMo conversations, :mod:`.locomo`).
+LoCoMo is a conversation dataset, not a trace of episodes: its turns are memories and its questions are the queries,
+replayed one conversation at a time (DESIGN §6). :func:`load` therefore refuses it and points to
+:func:`read_locomo`, so that no caller can replay its turns as queries by accident.
 
 Examples:
     >>> episodes, stats = load("traces.jsonl", strict=False)  # doctest: +SKIP
     >>> episodes, _ = load("../shared/datasets/tau-bench/gpt-4o-airline.dev.json", limit_tasks=3)  # doctest: +SKIP
+    >>> episodes, _ = load("../shared/datasets/tau2-bench/telecom_gpt-4.1.json")  # doctest: +SKIP
     >>> conversations = read_locomo("../shared/datasets/locomo/locomo10.dev.json")  # doctest: +SKIP
 """
 
@@ -24,14 +26,15 @@ from ..trace import Episode
 from .jsonl import DEFAULT_MAX_LINE_BYTES, ReadStats, load_episodes, read_jsonl, write_jsonl
 from .locomo import LocomoConversation, LocomoQuestion, LocomoTurn, describe_locomo, read_locomo, turn_to_episode
 from .reflexion import ReflexionCounts, describe_reflexion, read_reflexion_hotpotqa
+from .tau2_bench import read_tau2_bench
 from .tau_bench import read_tau_bench
 
-__all__ = ["CONVERSATION_FORMATS", "DEFAULT_MAX_LINE_BYTES", "FORMATS", "LocomoConversation", "LocomoQuestion", "LocomoTurn", "ReadStats",
-           "ReflexionCounts", "describe_locomo", "describe_reflexion", "detect_format", "load", "load_episodes",
-           "read_jsonl", "read_locomo", "read_reflexion_hotpotqa", "read_tau_bench", "turn_to_episode",
-           "write_jsonl"]
+__all__ = ["CONVERSATION_FORMATS", "DEFAULT_MAX_LINE_BYTES", "FORMATS", "LocomoConversation", "LocomoQuestion",
+           "LocomoTurn", "ReadStats", "ReflexionCounts", "describe_locomo", "describe_reflexion", "detect_format",
+           "load", "load_episodes", "read_jsonl", "read_locomo", "read_reflexion_hotpotqa", "read_tau2_bench",
+           "read_tau_bench", "turn_to_episode", "write_jsonl"]
 
-FORMATS = ("jsonl", "tau-bench", "reflexion-hotpotqa", "locomo")
+FORMATS = ("jsonl", "tau-bench", "tau2-bench", "reflexion-hotpotqa", "locomo")
 """The formats :func:`detect_format` recognises; :func:`load` reads every one but ``locomo`` (see
 :data:`CONVERSATION_FORMATS`)."""
 
@@ -40,6 +43,7 @@ CONVERSATION_FORMATS = ("locomo",)
 
 _SNIFF_BYTES = 1024 * 1024
 _SNIFF_MAX = 64 * 1024 * 1024
+_OBJECT_MAX = 256 * 1024 * 1024
 _TEXT_HEAD_BYTES = 4096
 _REFLEXION_HEAD = re.compile(r"^BEGIN TRIAL \d+\s*$", re.MULTILINE)
 
@@ -80,13 +84,24 @@ def _first_item(path: Path) -> Any:
                 n *= 4
 
 
+def _is_tau2(path: Path) -> bool:
+    """Whether a file of at most 256 MiB is a JSON object with ``simulations`` and ``tasks`` at its top level."""
+    if path.stat().st_size > _OBJECT_MAX:
+        return False
+    try:
+        data = json.loads(path.read_bytes().decode("utf-8-sig"))
+    except (UnicodeDecodeError, json.JSONDecodeError):
+        return False
+    return isinstance(data, dict) and {"simulations", "tasks"} <= data.keys()
+
+
 def detect_format(path: str | Path) -> str | None:
-    """``"jsonl"``, ``"tau-bench"``, ``"reflexion-hotpotqa"``, ``"locomo"`` or None, from the file itself.
+    """``"jsonl"``, ``"tau-bench"``, ``"tau2-bench"``, ``"reflexion-hotpotqa"``, ``"locomo"`` or None, from the file.
 
     ``jsonl``: a ``.jsonl`` file whose first non-blank line is an object with ``episode_id``. ``tau-bench``: a JSON
-    list whose first item has ``traj``, ``info`` and ``task_id``. ``locomo``: a JSON list whose first item has
-    ``sample_id``, ``conversation`` and ``qa``. ``reflexion-hotpotqa``: a text file with a ``BEGIN TRIAL n`` line in
-    its first 4 KiB.
+    list whose first item has ``traj``, ``info`` and ``task_id``. ``tau2-bench``: a JSON object (of at most 256 MiB,
+    parsed whole) with ``simulations`` and ``tasks``. ``locomo``: a JSON list whose first item has ``sample_id``,
+    ``conversation`` and ``qa``. ``reflexion-hotpotqa``: a text file with a ``BEGIN TRIAL n`` line in its first 4 KiB.
 
     Examples:
         >>> detect_format("../shared/datasets/tau-bench/gpt-4o-airline.dev.json")  # doctest: +SKIP
@@ -103,6 +118,8 @@ def detect_format(path: str | Path) -> str | None:
             return None
         return "jsonl" if isinstance(first, dict) and "episode_id" in first else None
     head = _head(path).lstrip()
+    if head.startswith("{"):
+        return "tau2-bench" if _is_tau2(path) else None
     if head and not head.startswith("["):  # text, not a JSON list
         return "reflexion-hotpotqa" if _REFLEXION_HEAD.search(head) else None
     item = _first_item(path)
@@ -120,10 +137,12 @@ def load(path: str | Path, format: str = "auto", *, strict: bool = True, limit_t
     Args:
         path: the file.
         format: ``"auto"`` (:func:`detect_format`; a ``.jsonl`` file it cannot place is read as jsonl, so its
-            first bad line is reported), ``"jsonl"``, ``"tau-bench"`` or ``"reflexion-hotpotqa"``. A LoCoMo file
-            (``"locomo"``, given or detected) is refused: read it with :func:`read_locomo`.
+            first bad line is reported), ``"jsonl"``, ``"tau-bench"``, ``"tau2-bench"`` or
+            ``"reflexion-hotpotqa"``. A LoCoMo file (``"locomo"``, given or detected) is refused: read it with
+            :func:`read_locomo`.
         strict: jsonl only: raise on the first invalid line (else skip and count it).
-        limit_tasks: keep the episodes of the first N task_ids (all their attempts), in file order.
+        limit_tasks: keep the episodes of the first N task_ids (all their attempts), in the order the format's
+            reader gives them (file order for jsonl).
         domain: tau-bench only: the domain when the data does not say.
         **kw: passed on to :func:`load_episodes` (``max_line_bytes``, ``max_errors``).
 
@@ -142,7 +161,8 @@ def load(path: str | Path, format: str = "auto", *, strict: bool = True, limit_t
         if fmt is None:
             raise TraceFormatError("cannot tell the trace format: expected a .jsonl file of episodes (one object "
                                    "with episode_id per line), a tau-bench JSON list of {task_id, trial, reward, "
-                                   "info, traj}, a Reflexion HotpotQA text log (BEGIN TRIAL n …) or a LoCoMo JSON "
+                                   "info, traj}, a tau2-bench JSON object {info, tasks, simulations}, "
+                                   "a Reflexion HotpotQA text log (BEGIN TRIAL n …) or a LoCoMo JSON "
                                    f"list of {{sample_id, conversation, qa}}; pass format= one of {list(FORMATS)}",
                                    path=str(path))
     if fmt in CONVERSATION_FORMATS:
@@ -158,4 +178,6 @@ def load(path: str | Path, format: str = "auto", *, strict: bool = True, limit_t
         return episodes, stats
     if fmt == "reflexion-hotpotqa":
         return read_reflexion_hotpotqa(path, limit_tasks=limit_tasks), None
+    if fmt == "tau2-bench":
+        return read_tau2_bench(path, limit_tasks=limit_tasks), None
     return read_tau_bench(path, domain=domain, limit_tasks=limit_tasks), None

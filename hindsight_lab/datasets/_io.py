@@ -9,20 +9,25 @@ from typing import Any, Iterator
 from ..errors import TraceFormatError
 
 
-def read_json_list(path: Path, what: str) -> list[Any]:
-    """A whole JSON file that must hold a list; errors name the file (and line) and say what was expected."""
+def read_json(path: Path) -> Any:
+    """A whole JSON file; errors name the file (and line)."""
     name = str(path)
     try:
         text = path.read_bytes().decode("utf-8-sig")
     except UnicodeDecodeError as exc:
         raise TraceFormatError(f"not UTF-8: {exc.reason} at byte {exc.start}", path=name) from None
     try:
-        data = json.loads(text)
+        return json.loads(text)
     except json.JSONDecodeError as exc:
         raise TraceFormatError(f"invalid JSON: {exc.msg} at column {exc.colno}", path=name,
                                line=exc.lineno) from None
+
+
+def read_json_list(path: Path, what: str) -> list[Any]:
+    """A whole JSON file that must hold a list; errors name the file (and line) and say what was expected."""
+    data = read_json(path)
     if not isinstance(data, list):
-        raise TraceFormatError(f"expected a JSON list of {what}, got {type(data).__name__}", path=name)
+        raise TraceFormatError(f"expected a JSON list of {what}, got {type(data).__name__}", path=str(path))
     return data
 
 
@@ -43,3 +48,28 @@ def json_lines(path: Path, what: str) -> Iterator[tuple[int, Any]]:
             yield n, json.loads(line)
         except json.JSONDecodeError as exc:
             raise TraceFormatError(f"not valid JSON: {exc.msg} (column {exc.colno})", path=name, line=n) from None
+
+
+class Fields:
+    """Typed access to one part of a whole-file adapter's input (a run, a task, the top level when ``label`` is
+    None), raising a :class:`TraceFormatError` that names the file, the part and the field."""
+
+    def __init__(self, path: str, label: str | None = None) -> None:
+        self.path, self.label = path, label
+
+    def error(self, message: str, field: str | None = None) -> TraceFormatError:
+        return TraceFormatError(f"{self.label}: {message}" if self.label else message, path=self.path, field=field)
+
+    def get(self, obj: Any, key: str, types: type | tuple[type, ...], where: str, *, required: bool = True) -> Any:
+        """``obj[key]`` if it is one of ``types`` (a bool is never an int); None if absent and not ``required``."""
+        value = obj.get(key) if isinstance(obj, dict) else None
+        if value is None:
+            if required:
+                raise self.error("missing required field", f"{where}{key}")
+            return None
+        kinds = types if isinstance(types, tuple) else (types,)
+        if not isinstance(value, kinds) or isinstance(value, bool) and bool not in kinds:
+            raise self.error(f"expected {'/'.join(t.__name__ for t in kinds)}, got {type(value).__name__}",
+                             f"{where}{key}")
+        return value
+

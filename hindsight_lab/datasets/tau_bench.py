@@ -37,8 +37,8 @@ from typing import Any
 
 from pydantic import ValidationError as PydanticError
 
-from ._io import read_json_list
-from ..errors import ConfigError, TraceFormatError
+from ._io import Fields, read_json_list
+from ..errors import ConfigError
 from ..trace import Episode
 
 START = datetime(2024, 1, 1, tzinfo=timezone.utc)
@@ -100,35 +100,16 @@ def domain_from_name(path: str | Path) -> str | None:
     return found.pop() if len(found) == 1 else None
 
 
-class _Item:
-    """Typed access to one run, raising a TraceFormatError that names the item and the field."""
+class _Item(Fields):
+    """One run of the list: its fields, and errors that name the item, its task_id and trial."""
 
     def __init__(self, data: Any, index: int, path: str) -> None:
-        self.index, self.path = index, path
+        ids = f" (task_id {data.get('task_id')!r}, trial {data.get('trial')!r})" if isinstance(data, dict) else ""
+        super().__init__(path, f"item {index}{ids}")
+        self.index = index
         if not isinstance(data, dict):
             raise self.error(f"expected an object {{task_id, trial, reward, info, traj}}, got {type(data).__name__}")
         self.data = data
-
-    def error(self, message: str, field: str | None = None) -> TraceFormatError:
-        ids = ""
-        if isinstance(getattr(self, "data", None), dict):
-            ids = f" (task_id {self.data.get('task_id')!r}, trial {self.data.get('trial')!r})"
-        return TraceFormatError(f"item {self.index}{ids}: {message}", path=self.path, field=field)
-
-    def get(self, obj: Any, key: str, types: type | tuple[type, ...], where: str, *, required: bool = True) -> Any:
-        value = obj.get(key) if isinstance(obj, dict) else None
-        if value is None:
-            if required:
-                raise self.error("missing required field", f"{where}{key}")
-            return None
-        if not isinstance(value, types) or isinstance(value, bool) and bool not in _tuple(types):
-            names = "/".join(t.__name__ for t in _tuple(types))
-            raise self.error(f"expected {names}, got {type(value).__name__}", f"{where}{key}")
-        return value
-
-
-def _tuple(types: type | tuple[type, ...]) -> tuple[type, ...]:
-    return types if isinstance(types, tuple) else (types,)
 
 
 def _text(content: Any) -> str:

@@ -46,6 +46,11 @@ class EmbeddingModelMismatch(StoreError):
     """A collection was built with another embedding model than the one now configured."""
 
 
+class DatasetError(HindsightLabError):
+    """A registered dataset is unknown, not on this machine, or could not be fetched; the message says which and
+    what to do."""
+
+
 class ReflectorError(HindsightLabError):
     """A reflector failed to produce a reflection."""
 

@@ -54,6 +54,8 @@ def _cmd_reflect(args: argparse.Namespace) -> int:
     import pandas as pd
 
     from .datasets import load
+    from .datasets.combine import load_history
+    from .datasets.registry import resolve
     from .memory import MemorySystem
 
     cfg = load_config(args)
@@ -65,10 +67,15 @@ def _cmd_reflect(args: argparse.Namespace) -> int:
     if args.api_base:
         overrides["reflect.llm.api_base"] = args.api_base
     cfg = cfg.with_params(overrides) if overrides else cfg
-    kwargs = {"limit_tasks": args.limit_tasks} if args.limit_tasks else {}
-    episodes, stats = load(args.traces, format=args.format, strict=not args.skip_invalid, **kwargs)
-    if stats is not None and (stats.skipped or args.skip_invalid):
-        print(f"read {args.traces}: {stats.summary()}", file=sys.stderr)
+    paths = resolve(args.traces)
+    if len(paths) == 1:
+        kwargs = {"limit_tasks": args.limit_tasks} if args.limit_tasks else {}
+        episodes, stats = load(paths[0], format=args.format, strict=not args.skip_invalid, **kwargs)
+        if stats is not None and (stats.skipped or args.skip_invalid):
+            print(f"read {paths[0]}: {stats.summary()}", file=sys.stderr)
+    else:
+        episodes = load_history(paths, format=args.format, strict=not args.skip_invalid,
+                                limit_tasks=args.limit_tasks)[0]
     with tempfile.TemporaryDirectory(prefix="hindsight-reflect-") as tmp:
         cfg = cfg.with_params(store_params(args.store) or {"store.path": tmp})
         with MemorySystem(cfg) as mem:
@@ -99,7 +106,7 @@ def _cmd_replay(args: argparse.Namespace) -> int:
     systems = [s.strip() for s in args.systems.split(",") if s.strip()]
     report = run_replay(args.dataset, format=args.format, systems=systems, config=cfg, top_k=args.top_k,
                         limit=args.limit, skip_invalid=args.skip_invalid, show_progress=True, seed=args.seed,
-                        out=args.out, resume=args.resume)
+                        out=args.out, resume=args.resume, baseline_key=args.baseline_key)
     _print_replay(report)
     if args.resume and not report.metrics["timing"].get("resumed_units"):
         print(f"--resume: no journal of an unfinished replay in {args.out}: replayed from the start")
@@ -124,6 +131,10 @@ def _print_replay(report: "ReplayReport") -> None:
           f"top_k {ds['top_k']}, budget {ds['token_budget']} tokens; retrieval effects {ds['retrieval_effects']}")
     with pd.option_context("display.width", 220, "display.max_columns", 20):
         print(report.table().to_string())
+        by_source = report.source_table()
+        if len(by_source):
+            print("\nby source (queries of each file):")
+            print(by_source.to_string(float_format=lambda v: f"{v:.3f}", na_rep="—"))
     for name, refl in ((n, v) for n, v in report.metrics["systems"].items() if "trigger_rate" in v):
         print(f"{name}: trigger rate {refl['trigger_rate']:.3f} {refl['trigger_reasons']}, "
               f"promotions {refl['promotions']}, reuse rate {refl['reuse_rate']:.3f}")
@@ -233,6 +244,38 @@ def _cmd_export(args: argparse.Namespace) -> int:
     return 0
 
 
+def _cmd_datasets(args: argparse.Namespace) -> int:
+    from .datasets import registry
+
+    if args.action == "list":
+        import pandas as pd
+
+        frame = pd.DataFrame(registry.list_rows())
+        if args.json:
+            print(frame.to_json(orient="records", indent=2))
+            return 0
+        frame["present"] = frame["present"].map({True: "yes", False: "no"})
+        frame["sha256"] = frame["sha256"].str[:12]
+        frame["size"] = frame["size"].map(lambda n: f"{n / 1e6:.1f} MB" if n >= 1e5 else f"{n / 1e3:.0f} kB")
+        cols = ["name", "format", "source", "licence", "split", "size", "sha256", "present", "where"]
+        with pd.option_context("display.width", 250, "display.max_colwidth", 70, "display.max_rows", 200):
+            print(frame[cols].to_string(index=False))
+        print(f"\nfetched datasets live in {registry.datasets_home()}; samples in {registry.samples_dir()}")
+        return 0
+    if args.action == "path":
+        for path in registry.resolve(args.names):
+            print(path)
+        return 0
+    from .datasets.fetch import fetch
+
+    names = [e.name for n in args.names for e in registry.expand(n)]
+    for name in names:
+        done = fetch(name, from_dir=args.source_dir, url=args.url, force=args.force, timeout_s=args.timeout)
+        extra = f", resumed at byte {done.resumed_at:,}" if done.resumed_at else ""
+        print(f"{name}: {done.action} {done.path} (sha256 {done.sha256[:12]}… from {done.origin}{extra})")
+    return 0
+
+
 def _cmd_bench(args: argparse.Namespace) -> int:
     from .bench import run_bench_cli
 
@@ -261,13 +304,15 @@ def _build_parser() -> argparse.ArgumentParser:
     demo.set_defaults(func=_cmd_demo)
 
     reflect = sub.add_parser("reflect", help="write recorded episodes and reflect where a trigger fires")
-    reflect.add_argument("traces", help="trace file (JSONL trace format, or tau-bench historical trajectories)")
-    reflect.add_argument("--format", default="auto", choices=["auto", "jsonl", "tau-bench", "reflexion-hotpotqa"])
+    reflect.add_argument("traces", nargs="+", help="trace file (JSONL, tau-bench, tau2-bench or Reflexion HotpotQA) "
+                         "or registered dataset name; several are read as one history, in the order given")
+    reflect.add_argument("--format", default="auto",
+                         choices=["auto", "jsonl", "tau-bench", "tau2-bench", "reflexion-hotpotqa"])
     reflect.add_argument("--reflector", choices=["heuristic", "litellm"], help="overrides reflect.reflector")
     reflect.add_argument("--model", help="LiteLLM model string for --reflector litellm (reflect.llm.model)")
     reflect.add_argument("--api-base", help="OpenAI-compatible server URL for the LiteLLM reflector")
     reflect.add_argument("--skip-invalid", action="store_true", help="skip and count invalid lines (lenient)")
-    reflect.add_argument("--limit-tasks", type=int, help="tau-bench: keep the first N tasks (all their trials)")
+    reflect.add_argument("--limit-tasks", type=int, help="keep the first N tasks (all their trials)")
     reflect.add_argument("--store", help="store folder or Chroma server URL (default: a temporary folder)")
     reflect.add_argument("--out", help="write one JSON line per episode (decision, reflection or rejection)")
     reflect.add_argument("--all", action="store_true", help="list every episode, not only those reflected on")
@@ -276,14 +321,19 @@ def _build_parser() -> argparse.ArgumentParser:
     reflect.set_defaults(func=_cmd_reflect)
 
     replay = sub.add_parser("replay", help="replay recorded traces through memory systems side by side")
-    replay.add_argument("dataset", help="trace file: JSONL, tau-bench, Reflexion HotpotQA log or LoCoMo JSON")
+    replay.add_argument("dataset", nargs="+", help="trace file (JSONL, tau-bench, tau2-bench, Reflexion HotpotQA "
+                        "log or LoCoMo JSON) or registered dataset name (hindsight-lab datasets list); several are "
+                        "replayed as one history, in the order given")
     replay.add_argument("--format", default="auto",
-                        choices=["auto", "jsonl", "tau-bench", "reflexion-hotpotqa", "locomo"])
+                        choices=["auto", "jsonl", "tau-bench", "tau2-bench", "reflexion-hotpotqa", "locomo"])
     replay.add_argument("--systems", default="none,dense,bm25,hindsight", help="comma-separated system names")
     replay.add_argument("--top-k", type=int, default=10, help="shared by every system (the largest k reported)")
     replay.add_argument("--limit", type=int, help="keep the first N whole tasks (or conversations)")
     replay.add_argument("--skip-invalid", action="store_true", help="skip and count invalid JSONL lines")
     replay.add_argument("--seed", type=int, default=0, help="seed of the bootstrap and randomization tests")
+    replay.add_argument("--baseline-key", choices=["instruction", "request_tools", "summary"],
+                        help="the text the dense and bm25 baselines index (default: request_tools; "
+                        "summary for LoCoMo's conversation turns)")
     replay.add_argument("--out", help="folder for metrics.json, episodes.csv and the plots, written at the end; "
                         "meanwhile it holds the resume journal (.replay-journal)")
     replay.add_argument("--resume", action="store_true",
@@ -338,6 +388,23 @@ def _build_parser() -> argparse.ArgumentParser:
     export.add_argument("--set", action="append", metavar="KEY=VALUE", help="dotted config override (repeatable)")
     export.add_argument("--mlflow-uri", help="tracking URI of --run-id (default: the project's store)")
     export.set_defaults(func=_cmd_export)
+
+    data = sub.add_parser("datasets", help="the registered datasets: list them, fetch them, print their paths",
+                          description="Registered datasets: development splits of public recorded traces "
+                          "(fetched into $HINDSIGHT_LAB_HOME/datasets) and the samples committed with the project.")
+    data_sub = data.add_subparsers(dest="action", required=True)
+    listing = data_sub.add_parser("list", help="every dataset: source, licence, split rule, size, sha256, where")
+    listing.add_argument("--json", action="store_true", help="print JSON records")
+    fetching = data_sub.add_parser("fetch", help="download the source, derive the split, verify its sha256, store it")
+    fetching.add_argument("names", nargs="+", help="dataset or group names")
+    fetching.add_argument("--from", dest="source_dir", metavar="DIR",
+                          help="take the files from this folder (a mirror, a copy of the data), not the network")
+    fetching.add_argument("--url", help="download from this URL instead of the registered source (one dataset)")
+    fetching.add_argument("--force", action="store_true", help="fetch again even when a verified copy is there")
+    fetching.add_argument("--timeout", type=float, default=60.0, help="network timeout in seconds (default 60)")
+    path = data_sub.add_parser("path", help="print the local file(s) of datasets (exit 2 when one is not here)")
+    path.add_argument("names", nargs="+", help="dataset or group names")
+    data.set_defaults(func=_cmd_datasets)
 
     from .bench import add_bench_arguments
 

@@ -80,8 +80,11 @@ class StoreConfig(_Section):
 class EpisodeConfig(_Section):
     """How a finished episode becomes one L2 episode record (no LLM involved)."""
 
-    key: Literal["instruction", "summary"] = Field("instruction", json_schema_extra=_affects(WRITE, RECALL))
-    """What is embedded for an episode: its instruction (task similarity, the default) or the whole summary."""
+    key: Literal["instruction", "request_tools", "summary"] = Field("request_tools",
+                                                                   json_schema_extra=_affects(WRITE, RECALL))
+    """What an episode record is found by (embedded, and indexed for keywords): the instruction followed by the
+    names of the tools it called (``request_tools``), the instruction alone, or the whole stored summary. A
+    replay's ``dense`` and ``bm25`` baselines index ``request_tools`` whatever this is."""
     summary_max_chars: int = Field(600, ge=80, json_schema_extra=_affects(WRITE, RECALL))
     """Length bound of the stored summary text."""
     success_confidence: float = Field(0.8, ge=0, le=1, json_schema_extra=_affects(WRITE, RECALL))

@@ -35,7 +35,7 @@ from .retrieve.paths import TaskTypeIndex, TriggerIndex
 from .retrieve.recall import RECALLED_BUCKETS, Candidates, ages_days, features, recall
 from .retrieve.rerank import enough_at, rerank
 from .retrieve.result import CandidateSet, SearchResult
-from .summary import summarise
+from .summary import episode_key, summarise
 from .trace import Episode
 from .types import Hit, Kind, MemoryRecord, ScoreTerms, WriteResult, new_id, utcnow
 from .working import WorkingMemory
@@ -304,7 +304,7 @@ class MemorySystem:
                      "reflected": reflected[i] if reflected is not None else None}
             records.append(MemoryRecord(
                 id=self._episode_ids.get(ep.episode_id) or self.new_id(Kind.EPISODE), kind=Kind.EPISODE,
-                content=summarise(ep, cfg.summary_max_chars), key=ep.instruction if cfg.key == "instruction" else None,
+                content=summarise(ep, cfg.summary_max_chars), key=episode_key(ep, cfg.key),
                 task_type=comp.task_type, domain=ep.domain, confidence=conf, outcome=ep.outcome, task_id=ep.task_id,
                 source_episode_ids=(ep.episode_id,), created_at=ep.started_at or now,
                 embedding_model=self.embedder.name(), attrs={k: v for k, v in attrs.items() if v}))

@@ -78,3 +78,27 @@ def summarise(episode: Episode, max_chars: int = 600) -> str:
         instruction = instruction[: room - 1] + "…"
     text = f"Task: {instruction}{tail}"
     return text if len(text) <= max_chars else text[: max_chars - 1] + "…"
+
+
+def episode_key(episode: Episode, key: str) -> str | None:
+    """The text an episode record is found by (embedded and indexed for keywords), per ``episode.key``:
+    ``instruction`` (the request alone), ``request_tools`` (the request, then the names of the tools called, each
+    once, in call order) or ``summary`` (None: the stored summary itself is the key).
+
+    Examples:
+        >>> ep = Episode.model_validate({"episode_id": "e", "instruction": "Refund order 7", "outcome": "success",
+        ...     "steps": [{"type": "tool_call", "name": "get_order"}, {"type": "tool_call", "name": "refund"},
+        ...               {"type": "tool_call", "name": "get_order"}]})
+        >>> episode_key(ep, "request_tools")
+        'Refund order 7\nTools: get_order refund'
+        >>> episode_key(ep, "summary") is None
+        True
+    """
+    if key == "summary":
+        return None
+    if key == "instruction":
+        return episode.instruction
+    if key == "request_tools":
+        names = list(dict.fromkeys(episode.tool_names()))
+        return f"{episode.instruction}\nTools: {' '.join(names)}" if names else episode.instruction
+    raise ValueError(f"episode.key: unknown key {key!r}; expected instruction, request_tools or summary")

@@ -31,7 +31,11 @@ def test_episode_record_summary_task_type_and_confidence(mem):
     assert rec.kind is Kind.EPISODE and rec.layer.value == "L2"
     assert rec.task_type == "cancel_reservation"  # from the tools called, never the ground-truth label
     assert rec.confidence == mem.config_.episode.failure_confidence and rec.outcome == "failure"
-    assert rec.key == "Cancel my trip to Rome" and rec.source_episode_ids == ("e1",) and rec.task_id == "t1"
+    assert rec.key == "Cancel my trip to Rome\nTools: get_reservation_details cancel_reservation"  # request + tools
+    assert rec.source_episode_ids == ("e1",) and rec.task_id == "t1"
+    alone = MemorySystem(LabConfig().with_params({"episode.key": "instruction"}), store=InMemoryStore(),
+                         embedder=HashingEmbedder(dim=256), clock=lambda: T0)
+    assert alone.write_episode(ep).key == "Cancel my trip to Rome"
     assert "get_reservation_details → cancel_reservation" in rec.content
     assert "error at cancel_reservation: cannot cancel" in rec.content and "failure (strategy)" in rec.content
     assert mem.write_episode(ep, task_type="cancel").task_type == "cancel"  # the caller may know it

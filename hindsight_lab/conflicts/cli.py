@@ -34,7 +34,8 @@ def add_commands(sub: Any) -> None:
                        "labelled rule pairs (--pairs)")
     where = c.add_mutually_exclusive_group(required=True)
     where.add_argument("--store", help="folder of an embedded store, or a Chroma server URL")
-    where.add_argument("--pairs", help="JSONL of labelled pairs {id, task_type, rule_a, rule_b, conflict, kind}")
+    where.add_argument("--pairs", help="JSONL of labelled pairs {id, task_type, rule_a, rule_b, conflict, kind}, or "
+                       "a registered pairs dataset (conflict-pairs-dev, conflict-pairs-sample)")
     c.add_argument("--predictions", help="with --pairs: write one JSON line per pair (label, verdict, reason)")
     c.add_argument("--png", help="with --store: write a 2-D projection of clusters and flagged pairs")
     c.add_argument("--all", action="store_true", help="with --store: list every compared pair, not only conflicts")
@@ -156,8 +157,11 @@ def _judge_file(args: argparse.Namespace) -> int:
     from .pairs import judge_pairs, load_pairs, scores, write_predictions
     from .scan import make_judge
 
+    from ..datasets.registry import resolve
+
     cfg = _config(args, store=False)
-    pairs = load_pairs(args.pairs)
+    (path,) = resolve(args.pairs)
+    pairs = load_pairs(path)
     judge = make_judge(cfg)
     judged = judge_pairs(pairs, judge)
     sc = scores(judged)

@@ -38,6 +38,19 @@ class ReplayReport:
     def systems(self) -> list[str]:
         return list(self.metrics["systems"])
 
+    def source_table(self, metrics: Sequence[str] = HEADLINE) -> "pd.DataFrame":
+        """(source, system) × metrics, plus ``tokens_median`` and the query count: the per-source breakdown of a
+        replay of several files (empty when the queries come from one source)."""
+        import pandas as pd
+
+        rows = {(src, name): cell for src, systems in self.metrics.get("by_source", {}).items()
+                for name, cell in systems.items()}
+        frame = pd.DataFrame.from_dict(rows, orient="index")
+        if len(frame):
+            frame.index.names = ["source", "system"]
+            frame = frame[[*[m for m in metrics if m in frame], "tokens_median", "queries"]]
+        return frame
+
     def table(self, metrics: Sequence[str] = HEADLINE) -> "pd.DataFrame":
         """Systems × metrics, each cell ``mean [low, high]`` where an interval was computed."""
         import pandas as pd
@@ -128,8 +141,13 @@ class ReplayReport:
 
 def judge(run: ReplayRun, judgements: Judgements, dataset: Mapping[str, Any], *,
           metrics: Sequence[str] = METRICS, reference: str = "hindsight", seed: int = 0,
-          n_resamples: int = 2000) -> ReplayReport:
-    """Score every system's injected lists with the same judgements; intervals resample whole groups."""
+          n_resamples: int = 2000, sources: Mapping[str, str] | None = None) -> ReplayReport:
+    """Score every system's injected lists with the same judgements; intervals resample whole groups.
+
+    ``sources`` (episode id → the file it came from) adds a ``source`` column to the per-episode table and, when
+    the episodes come from more than one file, ``metrics["by_source"]``: per file and system, the headline
+    metrics and ``tokens_median`` over that file's queries, with the number of queries.
+    """
     import pandas as pd
 
     qset = list(judgements.query_ids)
@@ -179,6 +197,8 @@ def judge(run: ReplayRun, judgements: Judgements, dataset: Mapping[str, Any], *,
             row = {"system": name, "query_id": r.query_id, "order": r.order, "at": r.at, "group": r.group,
                    "injected": len(r.injected), "tokens": tokens[r.query_id], "latency_ms": r.latency_s * 1000,
                    "kinds": "+".join(i.kind for i in r.injected)}
+            if sources:
+                row["source"] = sources.get(r.query_id, "")
             row.update({m: per_query[name][m][r.query_id] for m in per_query[name]})
             rows.append(row)
     intervals = {name: {m: list(bootstrap_ci(per_query[name][m], groups, n_resamples=n_resamples, seed=seed))
@@ -194,7 +214,34 @@ def judge(run: ReplayRun, judgements: Judgements, dataset: Mapping[str, Any], *,
                     "timing": run.timing, "reference": reference,
                     "judging": {"queries": len(qset), "groups": len(set(groups.values())), "seed": seed,
                                 "n_resamples": n_resamples}}
+    by_source = _by_source(per_query, qset, sources or {}, rows)
+    if by_source:
+        metrics_json["by_source"] = by_source
     return ReplayReport(metrics_json, pd.DataFrame(rows), run, judgements)
+
+
+def _by_source(per_query: Mapping[str, Mapping[str, Mapping[str, float]]], qset: Sequence[str],
+               sources: Mapping[str, str], rows: Sequence[Mapping[str, Any]]) -> dict[str, dict[str, Any]]:
+    """``{source: {system: {metric: mean, "tokens_median": …, "queries": n}}}`` for every source file of the
+    replayed episodes (``sources`` maps every episode, queries or not), when there are several; a source none of
+    whose episodes is a query has ``{"queries": 0}`` per system. Empty for one source."""
+    by: dict[str, list[str]] = {src: [] for src in dict.fromkeys(sources.values())}
+    if len(by) < 2:
+        return {}
+    for q in qset:
+        by.setdefault(sources.get(q, ""), []).append(q)
+    tokens = {(r["system"], r["query_id"]): r["tokens"] for r in rows}
+    out: dict[str, dict[str, Any]] = {}
+    for source, qs in by.items():
+        out[source] = {}
+        for name, values in per_query.items():
+            cell: dict[str, Any] = {}
+            if qs:
+                cell = {m: float(np.mean([values[m][q] for q in qs])) for m in HEADLINE if m in values}
+                cell["tokens_median"] = float(np.median([tokens.get((name, q), 0) for q in qs]))
+            cell["queries"] = len(qs)
+            out[source][name] = cell
+    return out
 
 
 def _reuse_rate(run: ReplayRun, name: str) -> float:

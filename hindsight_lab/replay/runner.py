@@ -1,4 +1,5 @@
-"""One call from a dataset file to a judged side-by-side report: :func:`run_replay`."""
+"""One call from a dataset — a file, several files replayed as one history, or a registered name — to a judged
+side-by-side report: :func:`run_replay`."""
 
 from __future__ import annotations
 
@@ -10,33 +11,24 @@ from pathlib import Path
 from typing import Any, Mapping, Sequence
 
 from ..config import LabConfig
+from ..datasets.combine import ORDERS, file_sha256
 from ..errors import ConfigError
 from ..metrics import Judgements
 from .engine import ReplayRun, run_conversations, run_episodes
 from .journal import JOURNAL_DIR, Journal
 from .report import METRICS, ReplayReport, judge
-from .systems import build_systems
+from .systems import BASELINE_KEY, CONVERSATION_BASELINE_KEY, build_systems
 
 DEFAULT_SYSTEMS = ("none", "dense", "bm25", "hindsight")
-ORDERS = {"tau-bench": "by trial, then task_id", "jsonl": "file order",
-          "reflexion-hotpotqa": "by trial, then agent block", "locomo": "conversation by conversation, "
-          "each in fresh stores: turns by session and turn, then the questions"}
 
 
-def file_sha256(path: str | Path) -> str:
-    digest = hashlib.sha256()
-    with Path(path).open("rb") as fh:
-        for chunk in iter(lambda: fh.read(1 << 20), b""):
-            digest.update(chunk)
-    return digest.hexdigest()
-
-
-def run_replay(path: str | Path, *, format: str = "auto", systems: Sequence[str] = DEFAULT_SYSTEMS,
-               config: LabConfig | None = None, configs: Mapping[str, LabConfig] | None = None, top_k: int = 10,
-               token_budget: int | None = None, limit: int | None = None, embedder: Any = None,
+def run_replay(path: str | Path | Sequence[str | Path], *, format: str = "auto",
+               systems: Sequence[str] = DEFAULT_SYSTEMS, config: LabConfig | None = None,
+               configs: Mapping[str, LabConfig] | None = None, top_k: int = 10, token_budget: int | None = None,
+               limit: int | None = None, embedder: Any = None,
                metrics: Sequence[str] = METRICS, skip_invalid: bool = False, show_progress: bool = False,
                seed: int = 0, workdir: str | Path | None = None, out: str | Path | None = None,
-               resume: bool = False) -> ReplayReport:
+               resume: bool = False, baseline_key: str | None = None) -> ReplayReport:
     """Replay a recorded dataset through several systems side by side and judge them.
 
     With ``out``, every completed unit (an episode, or a LoCoMo conversation) is journaled under
@@ -57,9 +49,14 @@ def run_replay(path: str | Path, *, format: str = "auto", systems: Sequence[str]
     ahead in batches (:class:`~hindsight_lab.embed.PrefetchedEmbedder`); ``timing["prefetch_s"]`` is that time and
     is included in ``timing["total_s"]``.
 
+    Several files are replayed as one history, in the order given (:func:`~hindsight_lab.datasets.combine.
+    load_history`: one forward clock, task ids shared within a dataset family and domain, each episode's source
+    file kept), and the report breaks its metrics down by source file (``metrics["by_source"]``).
+
     Args:
-        path: the dataset file.
-        format: ``auto``, ``jsonl``, ``tau-bench``, ``reflexion-hotpotqa`` or ``locomo``.
+        path: a trace file, a registered dataset or group name (:mod:`hindsight_lab.datasets.registry`), or a
+            sequence of them replayed as one history.
+        format: ``auto``, ``jsonl``, ``tau-bench``, ``tau2-bench``, ``reflexion-hotpotqa`` or ``locomo``.
         systems: names from ``none``, ``dense``, ``bm25``, ``hindsight`` and the keys of ``configs``.
         config: the ``hindsight`` config (default config when None); ``configs`` adds named variants.
         top_k: shared by every system (the largest k reported).
@@ -69,41 +66,54 @@ def run_replay(path: str | Path, *, format: str = "auto", systems: Sequence[str]
         workdir: where the hindsight stores live (default a temporary folder, removed after).
         out: folder for the report and the resume journal (default: neither is written).
         resume: continue the journal in ``out`` (none there: start from scratch).
+        baseline_key: the text the ``dense`` and ``bm25`` baselines index (an ``episode.key`` value; default
+            :data:`~hindsight_lab.replay.systems.BASELINE_KEY`, for LoCoMo's turns ``CONVERSATION_BASELINE_KEY``).
 
     Raises:
         ConfigError: ``resume`` without ``out``, or the journal in ``out`` was written for another replay (the
             message names what differs).
     """
     from ..datasets import detect_format
+    from ..datasets.combine import load_history
+    from ..datasets.registry import resolve
     from ..embed import embedder_for
 
     if resume and out is None:
         raise ConfigError("resume needs the folder of the replay to continue (out=..., --out DIR)")
     cfg = config or LabConfig()
-    path = Path(path)
-    fmt = detect_format(path) if format == "auto" else format
+    paths = resolve(path)
+    fmt = (detect_format(paths[0]) if format == "auto" else format) if len(paths) == 1 else format
     budget = token_budget or cfg.retrieval.token_budget
     if embedder is None:
         embedder = embedder_for(cfg.embedder)
-    dataset: dict[str, Any] = {"name": path.stem, "format": fmt, "sha256": file_sha256(path),
-                               "order": ORDERS.get(fmt or "", "file order"), "top_k": top_k, "token_budget": budget,
-                               "limit": limit, "retrieval_effects": "off (replay default)",
+    dataset: dict[str, Any] = {"name": paths[0].stem, "format": fmt, "sha256": "", "order": "", "top_k": top_k,
+                               "token_budget": budget, "limit": limit, "retrieval_effects": "off (replay default)",
                                "task_type_known_at_start": False}
+    if fmt == "locomo":
+        data: Path | list[Any] = paths[0]
+        dataset.update(sha256=file_sha256(paths[0]), order=ORDERS["locomo"])
+        baseline_key = baseline_key or CONVERSATION_BASELINE_KEY
+    else:
+        data, info = load_history(paths, format=format, strict=not skip_invalid, limit_tasks=limit)
+        dataset.update(info)
+        baseline_key = baseline_key or BASELINE_KEY
+    dataset["baselines_index"] = baseline_key
     journal = None
     if out is not None:
         header = journal_header(dataset, systems=systems, config=cfg, configs=configs, skip_invalid=skip_invalid,
-                                embedder=embedder.name())
+                                embedder=embedder.name(), baseline_key=baseline_key)
         journal = Journal.open(Path(out) / JOURNAL_DIR, header, resume=resume)
     try:
         t_load = time.perf_counter()
         embedder.embed(["warm up"])
         model_s = time.perf_counter() - t_load
-        run, judgements = _replay(path, fmt, dataset, systems=systems, config=cfg, configs=configs, top_k=top_k,
-                                  budget=budget, limit=limit, embedder=embedder, skip_invalid=skip_invalid,
-                                  show_progress=show_progress, workdir=workdir, journal=journal)
+        run, judgements, sources = _replay(data, dataset, systems=systems, config=cfg, configs=configs,
+                                           top_k=top_k, budget=budget, limit=limit, embedder=embedder,
+                                           show_progress=show_progress, workdir=workdir, journal=journal,
+                                           baseline_key=baseline_key)
         run.timing["total_s"] = run.timing.get("total_s", 0.0) + run.timing.get("prefetch_s", 0.0)
         run.timing["model_load_s"] = model_s
-        report = judge(run, judgements, dataset, metrics=metrics, seed=seed)
+        report = judge(run, judgements, dataset, metrics=metrics, seed=seed, sources=sources)
         if out is not None:
             report.save(out)
     finally:
@@ -115,7 +125,8 @@ def run_replay(path: str | Path, *, format: str = "auto", systems: Sequence[str]
 
 
 def journal_header(dataset: Mapping[str, Any], *, systems: Sequence[str], config: LabConfig,
-                   configs: Mapping[str, LabConfig] | None, skip_invalid: bool, embedder: str) -> dict[str, Any]:
+                   configs: Mapping[str, LabConfig] | None, skip_invalid: bool, embedder: str,
+                   baseline_key: str | None = None) -> dict[str, Any]:
     """What a resumed replay must share with the journal it continues: the dataset (sha256, format), the systems,
     ``top_k``, budget, ``limit``, ``skip_invalid``, the embedder and every field of every hindsight config."""
     flat = {"hindsight": config.flat(), **{name: c.flat() for name, c in (configs or {}).items()}}
@@ -123,27 +134,29 @@ def journal_header(dataset: Mapping[str, Any], *, systems: Sequence[str], config
     return {"dataset": {k: dataset[k] for k in ("name", "format", "sha256")},
             "params": {"systems": list(systems), "top_k": dataset["top_k"], "token_budget": dataset["token_budget"],
                        "limit": dataset["limit"], "skip_invalid": skip_invalid, "embedder": embedder,
+                       **({"baseline_key": baseline_key} if baseline_key else {}),
                        "config_sha256": hashlib.sha256(flat_json.encode("utf-8")).hexdigest(),
                        "config": json.loads(flat_json)}}
 
 
-def _replay(path: Path, fmt: str | None, dataset: dict[str, Any], *, systems: Sequence[str], config: LabConfig,
+def _replay(data: Path | Sequence[Any], dataset: dict[str, Any], *, systems: Sequence[str], config: LabConfig,
             configs: Mapping[str, LabConfig] | None, top_k: int, budget: int, limit: int | None, embedder: Any,
-            skip_invalid: bool, show_progress: bool, workdir: str | Path | None, journal: Journal | None
-            ) -> tuple[ReplayRun, Judgements]:
-    from ..datasets import load
-
+            show_progress: bool, workdir: str | Path | None, journal: Journal | None,
+            baseline_key: str = BASELINE_KEY) -> tuple[ReplayRun, Judgements, dict[str, str]]:
+    """Replay a LoCoMo file (``data`` a path) or loaded episodes; also return each episode's source file (for the
+    per-source breakdown; empty when the data names no sources)."""
+    sources: dict[str, str] = {}
     with tempfile.TemporaryDirectory(prefix="hindsight-replay-") as tmp:
         root = str(workdir or tmp)
 
         def make() -> list[Any]:
             return build_systems(systems, config=config, configs=configs, embedder=embedder, top_k=top_k,
-                                 token_budget=budget, root=root)
+                                 token_budget=budget, root=root, baseline_key=baseline_key)
 
-        if fmt == "locomo":
+        if isinstance(data, Path):
             from ..datasets.locomo import read_locomo, turn_to_episode
 
-            convs = read_locomo(path, limit_conversations=limit)
+            convs = read_locomo(data, limit_conversations=limit)
             qrels = {f"{c.sample_id}#q{q.index}": {f"{c.sample_id}:{d}": 2 for d in q.evidence}
                      for c in convs for q in c.questions}
             candidates = {f"{c.sample_id}#q{q.index}": [f"{c.sample_id}:{t.dia_id}" for t in c.turns]
@@ -159,9 +172,11 @@ def _replay(path: Path, fmt: str | None, dataset: dict[str, Any], *, systems: Se
                                     journal=journal)
             run.timing["prefetch_s"] = prefetch_s
         else:
-            episodes, _ = load(path, format=fmt or "auto", strict=not skip_invalid, limit_tasks=limit)
+            episodes = list(data)
             judgements = Judgements.from_episodes(episodes)
-            embedder, prefetch_s = prefetch(embedder, episodes, [], config)
+            sources = {ep.episode_id: ep.meta["source_file"] for ep in episodes
+                       if ep.meta and isinstance(ep.meta.get("source_file"), str)}
+            embedder, prefetch_s = prefetch(embedder, episodes, [], config, keys=(baseline_key,))
             systems_now = make()
             try:
                 run = run_episodes(episodes, systems_now, query_ids=set(judgements.query_ids),
@@ -171,17 +186,21 @@ def _replay(path: Path, fmt: str | None, dataset: dict[str, Any], *, systems: Se
                     s.close()
             run.timing["prefetch_s"] = prefetch_s
             dataset.update(n_episodes=len(episodes), clock=run.clock)
-    return run, judgements
+    return run, judgements, sources
 
 
-def prefetch(embedder: Any, episodes: Sequence[Any], queries: Sequence[str], config: LabConfig
-              ) -> tuple[Any, float]:
-    """Embed ahead, in batches, the texts the systems will embed one by one: each episode's instruction (query
-    and hindsight's key) and stored summary (the baselines' text), and the questions."""
+def prefetch(embedder: Any, episodes: Sequence[Any], queries: Sequence[str], config: LabConfig,
+             keys: Sequence[str] = ()) -> tuple[Any, float]:
+    """Embed ahead, in batches, the texts the systems will embed one by one: each episode's instruction (the
+    query), the key hindsight finds it by and the baselines' (``keys``: ``episode.key`` values), its stored
+    summary, and the questions."""
     from ..embed import PrefetchedEmbedder
-    from ..summary import summarise
+    from ..summary import episode_key, summarise
 
     start = time.perf_counter()
     texts = [ep.instruction for ep in episodes] + list(queries)
     texts += [summarise(ep, config.episode.summary_max_chars) for ep in episodes]
+    for key in dict.fromkeys((config.episode.key, *keys)):
+        if key not in ("instruction", "summary"):
+            texts += [episode_key(ep, key) or "" for ep in episodes]
     return PrefetchedEmbedder(embedder, texts), time.perf_counter() - start

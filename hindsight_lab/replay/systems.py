@@ -22,9 +22,18 @@ import numpy as np
 
 from ..config import LabConfig
 from ..retrieve.inject import fit_budget
-from ..summary import summarise
+from ..summary import episode_key, summarise
 from ..trace import Episode
 from ..types import Kind, MemoryRecord, SeededIds
+
+
+BASELINE_KEY = "request_tools"
+"""What the store-everything baselines index for each episode: the request and the names of the tools called.
+Measured on the development replays against the stored summary (the first baselines' text), it served both
+baselines better on tau-bench and on the tau2 cross-agent replays (see the README)."""
+CONVERSATION_BASELINE_KEY = "summary"
+"""What they index for a conversation turn (LoCoMo, which calls no tools): the stored summary, which served both
+baselines better there than the turn's text alone (see the README)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -84,16 +93,19 @@ class NoMemory:
 
 
 class _EpisodeTexts:
-    """Shared by the store-everything baselines: one record per episode with hindsight's L2 episode text."""
+    """Shared by the store-everything baselines: one record per episode with hindsight's L2 episode text, found
+    by its ``key`` text (an ``episode.key`` value)."""
 
-    def __init__(self, name: str, top_k: int, budget: int, count: Any, summary_chars: int) -> None:
+    def __init__(self, name: str, top_k: int, budget: int, count: Any, summary_chars: int,
+                 key: str = BASELINE_KEY) -> None:
         self.name, self.top_k, self.budget, self.count, self.summary_chars = name, top_k, budget, count, summary_chars
+        self.key = key
         self.records: list[MemoryRecord] = []
 
     def _record(self, episode: Episode, now: datetime) -> MemoryRecord:
         return MemoryRecord(id=f"epis-{len(self.records):012x}", kind=Kind.EPISODE,
-                            content=summarise(episode, self.summary_chars), source_episode_ids=(episode.episode_id,),
-                            created_at=episode.started_at or now)
+                            content=summarise(episode, self.summary_chars), key=episode_key(episode, self.key),
+                            source_episode_ids=(episode.episode_id,), created_at=episode.started_at or now)
 
     def _inject(self, ranked: Sequence[int]) -> list[Injected]:
         recs = [self.records[i] for i in ranked[: self.top_k]]
@@ -134,7 +146,7 @@ class DenseTopK(_EpisodeTexts):
     def observe(self, episode: Episode, now: datetime) -> None:
         rec = self._record(episode, now)
         self.records.append(rec)
-        self._vectors.append(self.embedder.embed([rec.content])[0])
+        self._vectors.append(self.embedder.embed([rec.embed_text])[0])
 
 
 class BM25TopK(_EpisodeTexts):
@@ -151,7 +163,7 @@ class BM25TopK(_EpisodeTexts):
             return []
         if self._index is None:
             self._index = bm25s.BM25()
-            self._index.index(bm25s.tokenize([r.content for r in self.records], show_progress=False),
+            self._index.index(bm25s.tokenize([r.embed_text for r in self.records], show_progress=False),
                               show_progress=False)
         tokens = bm25s.tokenize([query], show_progress=False)
         if not tokens.vocab:
@@ -237,10 +249,12 @@ BASELINES = ("none", "dense", "bm25")
 
 def build_systems(names: Sequence[str], *, config: LabConfig, embedder: Any, top_k: int, token_budget: int,
                   root: str, configs: Mapping[str, LabConfig] | None = None, retrieval_effects: bool = False,
-                  capture: bool = False) -> list[ReplaySystem]:
+                  capture: bool = False, baseline_key: str | None = None) -> list[ReplaySystem]:
     """Fresh systems for one replay. Names are ``none``, ``dense``, ``bm25``, ``hindsight`` or any name listed in
     ``configs`` (several hindsight configs side by side); each hindsight system gets its own store under ``root``.
     With ``capture``, hindsight systems keep every recall's candidates (:attr:`Hindsight.captured`).
+    ``baseline_key`` is the text ``dense`` and ``bm25`` index (an ``episode.key`` value; default
+    :data:`BASELINE_KEY`).
     """
     import uuid
 
@@ -250,7 +264,7 @@ def build_systems(names: Sequence[str], *, config: LabConfig, embedder: Any, top
 
     counter = TokenCounter.for_embedder(embedder)
     shared = dict(top_k=top_k, budget=token_budget, count=counter.count,
-                  summary_chars=config.episode.summary_max_chars)
+                  summary_chars=config.episode.summary_max_chars, key=baseline_key or BASELINE_KEY)
     out: list[ReplaySystem] = []
     for name in names:
         if name == "none":

@@ -14,26 +14,27 @@ import time
 from pathlib import Path
 from typing import Any
 
-DEFAULT_DATASET = "../shared/datasets/tau-bench/gpt-4o-airline.dev.json"
+DEFAULT_DATASET = "tau-bench-airline-dev"
 WEIGHTS = ("semantic", "lexical", "task_type", "confidence", "recency", "redundancy")
 
 
 def add_sweep_bench_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--sweep", action="store_true", help="benchmark the sweep's cached evaluator instead")
     parser.add_argument("--sweep-dataset", default=DEFAULT_DATASET,
-                        help=f"dataset of --sweep (default {DEFAULT_DATASET}, relative to the current folder)")
+                        help=f"dataset of --sweep: a registered name or a file (default {DEFAULT_DATASET})")
     parser.add_argument("--sweep-format", default="auto", help="its format (default: detected)")
     parser.add_argument("--sweep-configs", type=int, default=1000, help="random weight configs (default 1000)")
 
 
 def run_sweep_bench(dataset: str | Path, *, fmt: str = "auto", configs: int = 1000, seed: int = 0) -> dict[str, Any]:
     from ..config import LabConfig
+    from ..datasets.registry import resolve
     from ..embed import make_embedder
     from ..replay.runner import run_replay
     from .run import run_sweep
     from .spec import SweepSpec
 
-    dataset = Path(dataset).resolve()
+    (dataset,) = [p.resolve() for p in resolve(dataset)]
     cfg = LabConfig()
     t = time.perf_counter()
     embedder = make_embedder(cfg.embedder.model, device=cfg.embedder.device, threads=cfg.embedder.threads)

@@ -68,20 +68,19 @@ class ReplayCache:
         return {q.query_id: q.group for q in self.queries}
 
 
-def load_episode_data(path: str | Path, *, format: str = "auto", limit: int | None = None,
+def load_episode_data(path: str | Path | Sequence[str | Path], *, format: str = "auto", limit: int | None = None,
                       skip_invalid: bool = False) -> EpisodeData:
-    """Load an episode dataset (any format but LoCoMo's conversations) and judge it."""
-    from ..datasets import detect_format, load
-    from ..replay.runner import ORDERS, file_sha256
+    """Load an episode dataset — one file, or several as one history (any format but LoCoMo's conversations) —
+    and judge it."""
+    from ..datasets import detect_format
+    from ..datasets.combine import load_history
 
-    path = Path(path)
-    fmt = detect_format(path) if format == "auto" else format
-    if fmt == "locomo":
-        raise ConfigError(f"{path}: sweeps replay episode datasets; LoCoMo conversations are not supported yet")
-    episodes, _ = load(path, format=fmt or "auto", strict=not skip_invalid, limit_tasks=limit)
+    paths = [Path(path)] if isinstance(path, (str, Path)) else [Path(p) for p in path]
+    if any((detect_format(p) if format == "auto" else format) == "locomo" for p in paths):
+        raise ConfigError(f"{paths[0]}: sweeps replay episode datasets; LoCoMo conversations are not supported yet")
+    episodes, info = load_history(paths, format=format, strict=not skip_invalid, limit_tasks=limit)
     judgements = Judgements.from_episodes(episodes)
-    info = {"name": path.stem, "format": fmt, "sha256": file_sha256(path), "order": ORDERS.get(fmt or "", "file order"),
-            "n_episodes": len(episodes), "limit": limit}
+    info = {**info, "n_episodes": len(episodes), "limit": limit}
     return EpisodeData(episodes, judgements, info)
 
 

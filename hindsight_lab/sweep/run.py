@@ -59,7 +59,7 @@ def split_queries(groups: Mapping[str, str], test_fraction: float, seed: int) ->
 @dataclass
 class _Dataset:
     data: EpisodeData
-    path: Path
+    paths: list[Path]
     split: dict[str, list[str]]
     embedder: Any = None
     evaluators: dict[str, FastEvaluator] = field(default_factory=dict)
@@ -164,20 +164,22 @@ def run_sweep(spec: SweepSpec, *, trials: int | None = None, embedder: Any = Non
 # ---------------------------------------------------------------------- pieces
 def _load(spec: SweepSpec, base: LabConfig, embedder: Any) -> list[_Dataset]:
     from ..replay.runner import prefetch
+    from ..replay.systems import BASELINE_KEY
 
     out: list[_Dataset] = []
     for ds in spec.datasets:
-        path = spec.resolve(ds.path)
-        data = load_episode_data(path, format=ds.format, limit=ds.limit, skip_invalid=ds.skip_invalid)
+        paths = ds.files(spec.folder)
+        data = load_episode_data(paths, format=ds.format, limit=ds.limit, skip_invalid=ds.skip_invalid)
         if not data.judgements.query_ids:
-            raise ConfigError(f"{ds.path}: the replay has an empty query set (no episode has an earlier relevant one)")
+            raise ConfigError(f"{ds.label}: the replay has an empty query set (no episode has an earlier relevant "
+                              "one)")
         groups = {}
         by_id = {ep.episode_id: ep for ep in data.episodes}
         for q in data.judgements.query_ids:
             groups[q] = by_id[q].task_id or q
-        out.append(_Dataset(data, path, split_queries(groups, spec.split.test_fraction, spec.split.seed)))
+        out.append(_Dataset(data, paths, split_queries(groups, spec.split.test_fraction, spec.split.seed)))
     # every text the replays will embed one by one, in batches (an already prefetched embedder keeps its vectors)
-    embedder = prefetch(embedder, [ep for d in out for ep in d.data.episodes], [], base)[0]
+    embedder = prefetch(embedder, [ep for d in out for ep in d.data.episodes], [], base, keys=(BASELINE_KEY,))[0]
     for d in out:
         d.embedder = embedder
     return out
@@ -297,7 +299,7 @@ def _baselines(spec: SweepSpec, datasets: Sequence[_Dataset]) -> dict[str, dict[
 
     sums: dict[str, dict[str, list[float]]] = {}
     for d, ds in zip(datasets, spec.datasets):
-        report = run_replay(d.path, format=ds.format, systems=["none", "dense", "bm25"], top_k=spec.top_k,
+        report = run_replay(d.paths, format=ds.format, systems=["none", "dense", "bm25"], top_k=spec.top_k,
                             token_budget=spec.token_budget, limit=ds.limit, skip_invalid=ds.skip_invalid,
                             embedder=d.embedder, seed=spec.seed)
         frame = report.per_episode

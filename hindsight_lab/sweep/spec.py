@@ -7,7 +7,9 @@ Example (``experiments/rerank_weights.yaml`` is the worked one)::
 
     name: rerank-weights
     datasets:
-      - {path: ../../shared/datasets/tau-bench/gpt-4o-airline.dev.json, format: tau-bench}
+      - {name: tau-bench-airline-dev}          # a registered dataset (hindsight-lab datasets list), or
+      - {path: traces.jsonl}                   # a file relative to this spec, or several as one history:
+      - {paths: [telecom_gpt-4.1.json, telecom_sft-gpt-4.1.json]}
     split: {test_fraction: 0.3, seed: 0}     # queries partitioned by task_id
     base: {config: configs/default.yaml}     # relative to this file; optional `set:` overrides
     sampler: tpe                             # grid | random | list | tpe
@@ -38,12 +40,52 @@ class _Strict(BaseModel):
 
 
 class DatasetSpec(_Strict):
-    path: str
+    """One dataset of the sweep: a file (``path``), several files replayed as one history (``paths``), or a
+    registered dataset or group (``name``, see ``hindsight-lab datasets list``) — exactly one of them."""
+
+    path: str | None = None
     """Dataset file, relative to the spec file."""
+    paths: list[str] | None = Field(None, min_length=1)
+    """Several files, relative to the spec file, replayed as one history in this order."""
+    name: str | None = None
+    """A registered dataset or group name."""
     format: str = "auto"
     limit: int | None = Field(None, ge=1)
     """Keep the first N whole tasks."""
     skip_invalid: bool = False
+
+    @model_validator(mode="after")
+    def _one_source(self) -> "DatasetSpec":
+        given = [k for k in ("path", "paths", "name") if getattr(self, k) is not None]
+        if len(given) != 1:
+            raise ValueError(f"give exactly one of path, paths or name (got {given or 'none'})")
+        return self
+
+    @property
+    def label(self) -> str:
+        return self.name or self.path or " + ".join(self.paths or [])
+
+    def files(self, folder: Path) -> list[Path]:
+        """The trace files, relative paths from ``folder``.
+
+        Raises:
+            ConfigError: a file is missing, or the name is not registered or not on this machine.
+        """
+        from ..datasets.registry import resolve
+        from ..errors import DatasetError
+
+        if self.name is not None:
+            try:
+                return resolve(self.name)
+            except DatasetError as exc:
+                raise ConfigError(f"datasets: {exc}") from None
+        out = []
+        for rel in ([self.path] if self.path is not None else list(self.paths or [])):
+            p = Path(rel) if Path(rel).is_absolute() else folder / rel
+            if not p.is_file():
+                raise ConfigError(f"datasets: file not found: {rel} (relative to the spec's folder)")
+            out.append(p)
+        return out
 
 
 class SplitSpec(_Strict):
@@ -174,8 +216,10 @@ class SweepSpec(_Strict):
             raise ConfigError(f"{source}: objective.metric: unknown metric {self.objective.metric!r}; "
                               f"expected one of {[*METRICS, *EXTRA]}")
         for ds in self.datasets:
-            if not self.resolve(ds.path).is_file():
-                raise ConfigError(f"{source}: datasets: file not found: {ds.path} (relative to the spec's folder)")
+            try:
+                ds.files(self.folder)
+            except ConfigError as exc:
+                raise ConfigError(f"{source}: {exc}") from None
         if self.sampler == "list":
             if not self.configs:
                 raise ConfigError(f"{source}: configs: the list sampler needs at least one config")

@@ -11,7 +11,7 @@ from hindsight_lab.errors import ConfigError
 from hindsight_lab.sweep import SweepSpec, run_sweep, split_queries
 from hindsight_lab.sweep.samplers import make_sampler
 
-REPO = Path(__file__).resolve().parents[2]
+from support import REPO, shared_dataset
 
 
 def _spec(tmp_path: Path, **changes) -> dict:
@@ -46,11 +46,32 @@ def test_bad_spec_fails_before_any_run(tmp_path: Path, changes: dict, expected: 
 
 
 def test_worked_example_loads() -> None:
-    spec = SweepSpec.from_dict(yaml.safe_load((REPO / "experiments" / "rerank_weights.yaml").read_text()),
-                               folder=REPO / "experiments") if (REPO.parent / "shared").is_dir() else None
-    if spec is None:
-        pytest.skip("the shared datasets are not beside the project")
+    from hindsight_lab.datasets.fetch import fetch
+
+    source = shared_dataset("tau-bench/gpt-4o-airline.dev.json")  # skips without the full-size data (fails in CI)
+    with pytest.raises(ConfigError, match="hindsight-lab datasets fetch tau-bench-airline-dev"):
+        SweepSpec.from_yaml(REPO / "experiments" / "rerank_weights.yaml")  # named, not fetched yet
+    fetch("tau-bench-airline-dev", from_dir=source.parent)
+    spec = SweepSpec.from_yaml(REPO / "experiments" / "rerank_weights.yaml")
     assert spec.fields[0] == "retrieval.weights.semantic" and spec.replay_fields == []
+
+
+def test_sample_spec_loads_on_a_fresh_checkout() -> None:
+    spec = SweepSpec.from_yaml(REPO / "experiments" / "rerank_weights_sample.yaml")
+    (files,) = [ds.files(spec.folder) for ds in spec.datasets]
+    assert [f.name for f in files] == ["gpt-4o-airline.sample.json"]
+
+
+def test_dataset_sources_one_of_path_paths_name(tmp_path: Path) -> None:
+    data = _spec(tmp_path)
+    for bad in ({"path": "traces.jsonl", "name": "tau-bench-airline-sample"}, {}):
+        with pytest.raises(ConfigError, match="give exactly one of path, paths or name"):
+            SweepSpec.from_dict({**data, "datasets": [bad]}, folder=tmp_path)
+    several = SweepSpec.from_dict({**data, "datasets": [{"paths": ["traces.jsonl", "traces.jsonl"]}]},
+                                  folder=tmp_path)
+    assert [p.name for p in several.datasets[0].files(tmp_path)] == ["traces.jsonl", "traces.jsonl"]
+    with pytest.raises(ConfigError, match="no registered dataset 'tau-bench-airline'; did you mean"):
+        SweepSpec.from_dict({**data, "datasets": [{"name": "tau-bench-airline"}]}, folder=tmp_path)
 
 
 def test_grid_random_and_tpe_samplers(tmp_path: Path) -> None:

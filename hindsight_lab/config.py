@@ -14,6 +14,8 @@ Examples:
 
 from __future__ import annotations
 
+import re
+
 from pathlib import Path
 from typing import Any, Literal, Mapping
 
@@ -256,10 +258,12 @@ class LLMJudgeConfig(_Section):
 
     model: str = Field("openai/gpt-4o-mini", json_schema_extra=_affects(WRITE))
     """LiteLLM model string, e.g. ``openai/gpt-4o-mini``, ``ollama/llama3.1``, ``openai/x`` with ``api_base``."""
-    api_base: str | None = None
+    api_base: str | None = Field(None, json_schema_extra=_affects(WRITE))
     """Base URL of an OpenAI-compatible server (local servers, Ollama); None: the provider's default."""
-    api_key_env: str | None = None
+    api_key_env: str | None = Field(None, json_schema_extra=_affects(WRITE))
     """Name of the environment variable that holds the API key (the key itself never goes in a config)."""
+
+    _name = field_validator("api_key_env")(lambda cls, v: env_var_name(v))
     temperature: float = Field(0.0, ge=0, le=2, json_schema_extra=_affects(WRITE))
     """Sampling temperature."""
     max_tokens: int = Field(200, ge=16)
@@ -379,10 +383,12 @@ class LLMReflectorConfig(_Section):
 
     model: str = Field("openai/gpt-4o-mini", json_schema_extra=_affects(REFLECT))
     """LiteLLM model string, e.g. ``openai/gpt-4o-mini``, ``ollama/llama3.1``, ``openai/x`` with ``api_base``."""
-    api_base: str | None = None
+    api_base: str | None = Field(None, json_schema_extra=_affects(REFLECT))
     """Base URL of an OpenAI-compatible server (local servers, Ollama); None: the provider's default."""
-    api_key_env: str | None = None
+    api_key_env: str | None = Field(None, json_schema_extra=_affects(REFLECT))
     """Name of the environment variable that holds the API key (the key itself never goes in a config)."""
+
+    _name = field_validator("api_key_env")(lambda cls, v: env_var_name(v))
     temperature: float = Field(0.0, ge=0, le=2, json_schema_extra=_affects(REFLECT))
     """Sampling temperature."""
     max_tokens: int = Field(800, ge=16)
@@ -638,12 +644,35 @@ def read_yaml_mapping(path: str | Path, what: str) -> dict[str, Any] | None:
     return data
 
 
+_ENV_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]{0,127}$")
+_CONVENTIONAL_NAME = re.compile(r"^[A-Z_][A-Z0-9_]{0,63}$")
+
+
+def env_var_name(value: str | None) -> str | None:
+    """``api_key_env`` must name a variable (letters, digits, ``_``): a key pasted there by mistake is refused, and
+    never echoed (:func:`shown_env_name`)."""
+    if value is not None and not _ENV_NAME.match(value):
+        raise ValueError("must be the NAME of the environment variable that holds the key (letters, digits and _), "
+                         "not the key itself")
+    return value
+
+
+def shown_env_name(value: str | None) -> str:
+    """How an error may show an ``api_key_env`` value: a conventional name (``OPENAI_API_KEY``) as it is, anything
+    else hidden — it may be a key pasted in by mistake."""
+    if value is not None and _CONVENTIONAL_NAME.match(value):
+        return repr(value)
+    return "(a value that is not shown: it does not look like a variable name, and may be a key)"
+
+
 def describe_validation_error(exc: ValidationError, source: str) -> str:
     parts = []
     for err in exc.errors():
         loc = ".".join(str(p) for p in err["loc"]) or "<root>"
         if err["type"] == "extra_forbidden":
             parts.append(f"{loc}: unknown config key")
+        elif loc.endswith("api_key_env"):  # never echo what may be a secret
+            parts.append(f"{loc}: {err['msg'].removeprefix('Value error, ')} (the value given is not shown)")
         else:
             parts.append(f"{loc}: {err['msg']} (got {err.get('input')!r})")
     return f"{source}: invalid config: " + "; ".join(parts)

@@ -23,6 +23,7 @@ import os
 from dataclasses import replace
 from typing import Any, Callable, Mapping
 
+from ..config import shown_env_name
 from ..errors import ReflectorError
 from .detect import KINDS, OfflineDetector, Verdict
 
@@ -115,8 +116,9 @@ class LiteLLMJudge:
         """The model's verdict on rules ``a`` and ``b``; the fallback's when the model cannot answer."""
         client = self.client_
         if client.api_key_env and not os.environ.get(client.api_key_env):
-            raise ReflectorError(f"conflicts.llm.api_key_env names the environment variable {client.api_key_env!r}, "
-                                 "which is not set or empty: export it, or set api_key_env to null for a server "
+            raise ReflectorError("conflicts.llm.api_key_env names the environment variable "
+                                 f"{shown_env_name(client.api_key_env)}, which is not set or empty: export it, or "
+                                 "set api_key_env to null for a server "
                                  "that needs no key")
         client._check()  # the reflector's validation of the settings (ConfigError naming the bad one)
         answer = client._complete(build_messages(a, b, task_type), client.max_tokens, batch_size=1)

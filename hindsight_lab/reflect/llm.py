@@ -49,7 +49,7 @@ from typing import Any, Callable, Mapping, Sequence
 from urllib.parse import urlsplit, urlunsplit
 
 from .._env import set_offline_defaults
-from ..config import ReflectConfig, ReflectionRulesConfig
+from ..config import ReflectConfig, ReflectionRulesConfig, shown_env_name
 from ..errors import ConfigError, MissingDependencyError, ReflectorError
 from .compress import CompressedEpisode
 from .prompts import build_batch_messages, build_messages
@@ -322,8 +322,9 @@ class LiteLLMReflector:
             return None
         key = os.environ.get(self.api_key_env)
         if not key:
-            raise ReflectorError(f"reflect.llm.api_key_env names the environment variable {self.api_key_env!r}, "
-                                 "which is not set or empty: export it, or set api_key_env to null for a server "
+            raise ReflectorError("reflect.llm.api_key_env names the environment variable "
+                                 f"{shown_env_name(self.api_key_env)}, which is not set or empty: export it, or set "
+                                 "api_key_env to null for a server "
                                  "that needs no key")
         return key
 

@@ -69,9 +69,10 @@ class MemoryPool:
         return list(getattr(self, "_mems", {}))
 
     def run(self, namespace: str | None, fn: Callable[["MemorySystem"], T]) -> T:
-        """``fn(memory of the namespace)`` under the lock; None is the default namespace."""
+        """``fn(memory of the namespace)`` under the lock; None is the default namespace (an empty name is not a
+        name: it is refused, not read as the default)."""
         with self._lock:
-            return fn(self._get(namespace or self.default_namespace))
+            return fn(self._get(self.default_namespace if namespace is None else namespace))
 
     def _get(self, namespace: str) -> "MemorySystem":
         mem = self._mems.get(namespace)

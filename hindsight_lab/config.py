@@ -77,6 +77,15 @@ class StoreConfig(_Section):
     """Prefix of this memory's collections: one set of collections per namespace."""
     hnsw: HnswConfig = HnswConfig()
     """HNSW parameters used when a collection is created."""
+    timeout_s: float = Field(10.0, gt=0)
+    """Bound of one call to a Chroma server (``url``), retries included; past it the call fails with an error that
+    names the server and the cause, and the store is taken as unavailable for a short cooldown."""
+    retries: int = Field(2, ge=0)
+    """Retries of a call whose connection was refused or reset (a server restarting), with backoff, within
+    ``timeout_s``; a timeout is never retried."""
+    read_only: bool = False
+    """Open an embedded folder without its writer lock (one process writes a folder; any number may read it);
+    every write is then refused."""
 
 
 class EpisodeConfig(_Section):
@@ -460,6 +469,9 @@ class ServerConfig(_Section):
     """Largest HTTP request body (streamable HTTP transport)."""
     max_namespaces: int = Field(32, ge=1)
     """Most namespaces one server process opens (each is a set of collections and in-process indexes)."""
+    lock_wait_s: float = Field(10.0, gt=0)
+    """Longest a tool call waits for its namespace (calls on one namespace take turns; other namespaces do not
+    wait); past it the call fails with a "busy" tool error."""
     maintenance_interval_s: float = Field(3600.0, ge=0)
     """Seconds between runs of maintenance (decay, archive, conflicts) over every open namespace; the first run
     comes one interval after start; 0 turns the schedule off."""

@@ -36,6 +36,10 @@ class StoreError(HindsightLabError):
     """The backing store failed or holds something this package cannot read."""
 
 
+class Busy(StoreError):
+    """A call waited longer than its bound for its namespace (another call holds it)."""
+
+
 class MemoryNotFound(StoreError, KeyError):
     """No memory record has the given id."""
 

@@ -278,10 +278,10 @@ class LLMJudgeConfig(_Section):
     max_tokens: int = Field(200, ge=16)
     """Completion token limit per judged pair."""
     timeout_s: float = Field(30.0, gt=0)
-    """Timeout of one HTTP call."""
+    """Time budget of one judged pair, retries included (a timeout is never retried)."""
     max_retries: int = Field(2, ge=0)
-    """Retries after a failed call (HTTP 5xx, 429, timeout), with exponential backoff; then the offline verdict
-    stands for that pair."""
+    """Retries after a failed call (HTTP 5xx, 408, 429, a refused connection) with exponential backoff, while the
+    budget lasts; then the offline verdict stands for that pair."""
     backoff_s: float = Field(1.0, ge=0)
     """First backoff delay; doubled after each retry."""
     json_mode: bool = True
@@ -403,15 +403,23 @@ class LLMReflectorConfig(_Section):
     max_tokens: int = Field(800, ge=16)
     """Completion token limit per reflection (multiplied by the batch size for a batch call)."""
     timeout_s: float = Field(30.0, gt=0)
-    """Timeout of one HTTP call."""
+    """Time budget of one reflection, retries and backoff included (a batch call: per episode in it); a timeout is
+    never retried."""
     max_retries: int = Field(2, ge=0)
-    """Retries after a failed call (HTTP 5xx, 429, timeout), with exponential backoff."""
+    """Retries after a failed call (HTTP 5xx, 408, 429, a refused connection) with exponential backoff, while the
+    time budget lasts."""
     backoff_s: float = Field(1.0, ge=0)
     """First backoff delay; doubled after each retry."""
     batch_size: int = Field(4, ge=1)
-    """Episodes reflected on in one call by ``reflect_batch``."""
+    """Most episodes reflected on in one call by ``reflect_batch`` (fewer when they do not fit the context)."""
+    output: Literal["auto", "json_schema", "json_object", "text"] = "auto"
+    """Structured output: ``auto`` asks for a JSON schema and steps down to ``json_object``, then plain text, when
+    the server refuses it; or one of them, fixed."""
+    context_tokens: int | None = Field(None, ge=256)
+    """The model's context window in tokens (prompt and answer); None: what LiteLLM knows of the model, else 4,096.
+    Prompts are shrunk to fit it (related episodes first, then the episode's text)."""
     json_mode: bool = True
-    """Ask for ``response_format={"type": "json_object"}`` where the provider supports it."""
+    """False sends no ``response_format`` at all (the same as ``output: text``)."""
 
 
 class ReflectConfig(_Section):

@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING, Any, Sequence
 
 from . import __version__
 from .cliargs import load_config, store_params
-from .errors import HindsightLabError
+from .errors import HindsightLabError, NothingToDo
 
 if TYPE_CHECKING:
     from .replay.report import ReplayReport
@@ -53,7 +53,6 @@ def _cmd_reflect(args: argparse.Namespace) -> int:
 
     import pandas as pd
 
-    from .datasets import load
     from .datasets.combine import load_history
     from .datasets.registry import resolve
     from .memory import MemorySystem
@@ -67,15 +66,13 @@ def _cmd_reflect(args: argparse.Namespace) -> int:
     if args.api_base:
         overrides["reflect.llm.api_base"] = args.api_base
     cfg = cfg.with_params(overrides) if overrides else cfg
-    paths = resolve(args.traces)
-    if len(paths) == 1:
-        kwargs = {"limit_tasks": args.limit_tasks} if args.limit_tasks else {}
-        episodes, stats = load(paths[0], format=args.format, strict=not args.skip_invalid, **kwargs)
-        if stats is not None and (stats.skipped or args.skip_invalid):
-            print(f"read {paths[0]}: {stats.summary()}", file=sys.stderr)
-    else:
-        episodes = load_history(paths, format=args.format, strict=not args.skip_invalid,
-                                limit_tasks=args.limit_tasks)[0]
+    episodes, info = load_history(resolve(args.traces), format=args.format, strict=not args.skip_invalid,
+                                  limit_tasks=args.limit_tasks)
+    skipped = _skipped_note(info)
+    if skipped:
+        print(f"read {info['name']}: {len(episodes)} episodes; {skipped}", file=sys.stderr)
+    if not episodes:
+        raise NothingToDo(f"{info['name']}: no episode to reflect on" + (f"; {skipped}" if skipped else ""))
     with tempfile.TemporaryDirectory(prefix="hindsight-reflect-") as tmp:
         cfg = cfg.with_params(store_params(args.store) or {"store.path": tmp})
         with MemorySystem(cfg) as mem:
@@ -122,6 +119,15 @@ def _cmd_replay(args: argparse.Namespace) -> int:
     return 0
 
 
+def _skipped_note(dataset: dict) -> str:
+    """``skipped 2 invalid lines (too_deep: 1, invalid_json: 1)``, or "" when a read skipped nothing."""
+    skipped = dataset.get("skipped")
+    if not skipped:
+        return ""
+    reasons = ", ".join(f"{r}: {n}" for r, n in skipped["by_reason"].items())
+    return f"skipped {skipped['lines']} invalid line{'s' * (skipped['lines'] != 1)} ({reasons})"
+
+
 def _print_replay(report: "ReplayReport") -> None:
     import pandas as pd
 
@@ -129,6 +135,8 @@ def _print_replay(report: "ReplayReport") -> None:
     print(f"{ds['name']} ({ds['format']}): {ds['n_episodes']} episodes, {report.metrics['judging']['queries']} "
           f"queries in {report.metrics['judging']['groups']} groups; order: {ds['order']}; clock: {ds['clock']}; "
           f"top_k {ds['top_k']}, budget {ds['token_budget']} tokens; retrieval effects {ds['retrieval_effects']}")
+    if _skipped_note(ds):
+        print(f"read: {_skipped_note(ds)}")
     with pd.option_context("display.width", 220, "display.max_columns", 20):
         print(report.table().to_string())
         by_source = report.source_table()
@@ -293,7 +301,7 @@ def _seeded_arguments(parser: argparse.ArgumentParser, systems: str, systems_hel
 
 
 def _build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="hindsight-lab", description=__doc__)
+    parser = argparse.ArgumentParser(prog="hindsight-lab", description=__doc__, epilog=EXIT_CODES)
     parser.add_argument("--version", action="version", version=f"hindsight-lab {__version__}")
     sub = parser.add_subparsers(dest="command", required=True)
 
@@ -341,7 +349,8 @@ def _build_parser() -> argparse.ArgumentParser:
                         "start from scratch)")
     replay.add_argument("--mlflow", action=argparse.BooleanOptionalAction, default=True,
                         help="log the replay as an MLflow run (default: on)")
-    replay.add_argument("--mlflow-uri", help="MLflow tracking URI (default: sqlite:///$HINDSIGHT_LAB_HOME/mlflow.db, "
+    replay.add_argument("--mlflow-uri", help="MLflow tracking URI (default: $MLFLOW_TRACKING_URI, else "
+                        "sqlite:///$HINDSIGHT_LAB_HOME/mlflow.db, "
                         "else ~/.hindsight_lab/mlflow.db)")
     replay.add_argument("--mlflow-experiment", help="MLflow experiment (default: hindsight-replay)")
     replay.add_argument("--config", help="LabConfig YAML file for the hindsight system")
@@ -376,7 +385,8 @@ def _build_parser() -> argparse.ArgumentParser:
                        help="replay none, dense and bm25 on the same splits for the comparison (default: on)")
     sweep.add_argument("--mlflow", action=argparse.BooleanOptionalAction, default=True,
                        help="log the sweep (parent run, trial runs, artifacts) to MLflow (default: on)")
-    sweep.add_argument("--mlflow-uri", help="tracking URI (default: the spec's, else the project's store)")
+    sweep.add_argument("--mlflow-uri", help="tracking URI (default: the spec's, else $MLFLOW_TRACKING_URI, else the "
+                       "project's store)")
     sweep.add_argument("--progress", action="store_true", help="tqdm bars for the replays")
     sweep.set_defaults(func=_cmd_sweep)
 
@@ -386,7 +396,8 @@ def _build_parser() -> argparse.ArgumentParser:
     source.add_argument("--config", help="LabConfig YAML file")
     export.add_argument("-o", "--output", required=True, help="the YAML file to write")
     export.add_argument("--set", action="append", metavar="KEY=VALUE", help="dotted config override (repeatable)")
-    export.add_argument("--mlflow-uri", help="tracking URI of --run-id (default: the project's store)")
+    export.add_argument("--mlflow-uri", help="tracking URI of --run-id (default: $MLFLOW_TRACKING_URI, else the "
+                        "project's store)")
     export.set_defaults(func=_cmd_export)
 
     data = sub.add_parser("datasets", help="the registered datasets: list them, fetch them, print their paths",
@@ -423,13 +434,24 @@ def _build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+EXIT_CODES = """exit codes: 0 done; 2 invalid input, configuration or usage (the message names the file, line and
+field); 3 nothing to do (no episode left after skipping invalid lines, or a replay with an empty query set);
+130 interrupted."""
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     args = _build_parser().parse_args(argv)
     try:
         return int(args.func(args) or 0)
+    except NothingToDo as exc:
+        print(f"hindsight-lab {args.command}: nothing to do: {exc}", file=sys.stderr)
+        return 3
     except HindsightLabError as exc:
         print(f"hindsight-lab {args.command}: error: {exc}", file=sys.stderr)
         return 2
+    except KeyboardInterrupt:
+        print(f"hindsight-lab {args.command}: interrupted", file=sys.stderr)
+        return 130
 
 
 if __name__ == "__main__":  # pragma: no cover

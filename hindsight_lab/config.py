@@ -14,6 +14,8 @@ Examples:
 
 from __future__ import annotations
 
+import re
+
 from pathlib import Path
 from typing import Any, Literal, Mapping
 
@@ -75,6 +77,15 @@ class StoreConfig(_Section):
     """Prefix of this memory's collections: one set of collections per namespace."""
     hnsw: HnswConfig = HnswConfig()
     """HNSW parameters used when a collection is created."""
+    timeout_s: float = Field(10.0, gt=0)
+    """Bound of one call to a Chroma server (``url``), retries included; past it the call fails with an error that
+    names the server and the cause, and the store is taken as unavailable for a short cooldown."""
+    retries: int = Field(2, ge=0)
+    """Retries of a call whose connection was refused or reset (a server restarting), with backoff, within
+    ``timeout_s``; a timeout is never retried."""
+    read_only: bool = False
+    """Open an embedded folder without its writer lock (one process writes a folder; any number may read it);
+    every write is then refused."""
 
 
 class EpisodeConfig(_Section):
@@ -256,19 +267,21 @@ class LLMJudgeConfig(_Section):
 
     model: str = Field("openai/gpt-4o-mini", json_schema_extra=_affects(WRITE))
     """LiteLLM model string, e.g. ``openai/gpt-4o-mini``, ``ollama/llama3.1``, ``openai/x`` with ``api_base``."""
-    api_base: str | None = None
+    api_base: str | None = Field(None, json_schema_extra=_affects(WRITE))
     """Base URL of an OpenAI-compatible server (local servers, Ollama); None: the provider's default."""
-    api_key_env: str | None = None
+    api_key_env: str | None = Field(None, json_schema_extra=_affects(WRITE))
     """Name of the environment variable that holds the API key (the key itself never goes in a config)."""
+
+    _name = field_validator("api_key_env")(lambda cls, v: env_var_name(v))
     temperature: float = Field(0.0, ge=0, le=2, json_schema_extra=_affects(WRITE))
     """Sampling temperature."""
     max_tokens: int = Field(200, ge=16)
     """Completion token limit per judged pair."""
     timeout_s: float = Field(30.0, gt=0)
-    """Timeout of one HTTP call."""
+    """Time budget of one judged pair, retries included (a timeout is never retried)."""
     max_retries: int = Field(2, ge=0)
-    """Retries after a failed call (HTTP 5xx, 429, timeout), with exponential backoff; then the offline verdict
-    stands for that pair."""
+    """Retries after a failed call (HTTP 5xx, 408, 429, a refused connection) with exponential backoff, while the
+    budget lasts; then the offline verdict stands for that pair."""
     backoff_s: float = Field(1.0, ge=0)
     """First backoff delay; doubled after each retry."""
     json_mode: bool = True
@@ -379,24 +392,34 @@ class LLMReflectorConfig(_Section):
 
     model: str = Field("openai/gpt-4o-mini", json_schema_extra=_affects(REFLECT))
     """LiteLLM model string, e.g. ``openai/gpt-4o-mini``, ``ollama/llama3.1``, ``openai/x`` with ``api_base``."""
-    api_base: str | None = None
+    api_base: str | None = Field(None, json_schema_extra=_affects(REFLECT))
     """Base URL of an OpenAI-compatible server (local servers, Ollama); None: the provider's default."""
-    api_key_env: str | None = None
+    api_key_env: str | None = Field(None, json_schema_extra=_affects(REFLECT))
     """Name of the environment variable that holds the API key (the key itself never goes in a config)."""
+
+    _name = field_validator("api_key_env")(lambda cls, v: env_var_name(v))
     temperature: float = Field(0.0, ge=0, le=2, json_schema_extra=_affects(REFLECT))
     """Sampling temperature."""
     max_tokens: int = Field(800, ge=16)
     """Completion token limit per reflection (multiplied by the batch size for a batch call)."""
     timeout_s: float = Field(30.0, gt=0)
-    """Timeout of one HTTP call."""
+    """Time budget of one reflection, retries and backoff included (a batch call: per episode in it); a timeout is
+    never retried."""
     max_retries: int = Field(2, ge=0)
-    """Retries after a failed call (HTTP 5xx, 429, timeout), with exponential backoff."""
+    """Retries after a failed call (HTTP 5xx, 408, 429, a refused connection) with exponential backoff, while the
+    time budget lasts."""
     backoff_s: float = Field(1.0, ge=0)
     """First backoff delay; doubled after each retry."""
     batch_size: int = Field(4, ge=1)
-    """Episodes reflected on in one call by ``reflect_batch``."""
+    """Most episodes reflected on in one call by ``reflect_batch`` (fewer when they do not fit the context)."""
+    output: Literal["auto", "json_schema", "json_object", "text"] = "auto"
+    """Structured output: ``auto`` asks for a JSON schema and steps down to ``json_object``, then plain text, when
+    the server refuses it; or one of them, fixed."""
+    context_tokens: int | None = Field(None, ge=256)
+    """The model's context window in tokens (prompt and answer); None: what LiteLLM knows of the model, else 4,096.
+    Prompts are shrunk to fit it (related episodes first, then the episode's text)."""
     json_mode: bool = True
-    """Ask for ``response_format={"type": "json_object"}`` where the provider supports it."""
+    """False sends no ``response_format`` at all (the same as ``output: text``)."""
 
 
 class ReflectConfig(_Section):
@@ -454,6 +477,9 @@ class ServerConfig(_Section):
     """Largest HTTP request body (streamable HTTP transport)."""
     max_namespaces: int = Field(32, ge=1)
     """Most namespaces one server process opens (each is a set of collections and in-process indexes)."""
+    lock_wait_s: float = Field(10.0, gt=0)
+    """Longest a tool call waits for its namespace (calls on one namespace take turns; other namespaces do not
+    wait); past it the call fails with a "busy" tool error."""
     maintenance_interval_s: float = Field(3600.0, ge=0)
     """Seconds between runs of maintenance (decay, archive, conflicts) over every open namespace; the first run
     comes one interval after start; 0 turns the schedule off."""
@@ -638,12 +664,35 @@ def read_yaml_mapping(path: str | Path, what: str) -> dict[str, Any] | None:
     return data
 
 
+_ENV_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]{0,127}$")
+_CONVENTIONAL_NAME = re.compile(r"^[A-Z_][A-Z0-9_]{0,63}$")
+
+
+def env_var_name(value: str | None) -> str | None:
+    """``api_key_env`` must name a variable (letters, digits, ``_``): a key pasted there by mistake is refused, and
+    never echoed (:func:`shown_env_name`)."""
+    if value is not None and not _ENV_NAME.match(value):
+        raise ValueError("must be the NAME of the environment variable that holds the key (letters, digits and _), "
+                         "not the key itself")
+    return value
+
+
+def shown_env_name(value: str | None) -> str:
+    """How an error may show an ``api_key_env`` value: a conventional name (``OPENAI_API_KEY``) as it is, anything
+    else hidden — it may be a key pasted in by mistake."""
+    if value is not None and _CONVENTIONAL_NAME.match(value):
+        return repr(value)
+    return "(a value that is not shown: it does not look like a variable name, and may be a key)"
+
+
 def describe_validation_error(exc: ValidationError, source: str) -> str:
     parts = []
     for err in exc.errors():
         loc = ".".join(str(p) for p in err["loc"]) or "<root>"
         if err["type"] == "extra_forbidden":
             parts.append(f"{loc}: unknown config key")
+        elif loc.endswith("api_key_env"):  # never echo what may be a secret
+            parts.append(f"{loc}: {err['msg'].removeprefix('Value error, ')} (the value given is not shown)")
         else:
             parts.append(f"{loc}: {err['msg']} (got {err.get('input')!r})")
     return f"{source}: invalid config: " + "; ".join(parts)

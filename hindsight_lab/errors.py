@@ -20,19 +20,24 @@ class ValidationError(HindsightLabError, ValueError):
 
 
 class TraceFormatError(HindsightLabError, ValueError):
-    """A trace file is malformed; the message names the file, the line and the field."""
+    """A trace file is malformed; the message names the file, the line and the field. ``reason`` is a short
+    machine name of the problem where a reader counts them (``invalid_json``, ``too_deep``, ``too_large``…)."""
 
     def __init__(self, message: str, *, path: str | None = None, line: int | None = None,
-                 field: str | None = None) -> None:
+                 field: str | None = None, reason: str | None = None) -> None:
         where = ":".join(str(p) for p in (path, line) if p is not None)
         prefix = f"{where}: " if where else ""
         suffix = f" (field {field!r})" if field else ""
         super().__init__(f"{prefix}{message}{suffix}")
-        self.path, self.line, self.field = path, line, field
+        self.path, self.line, self.field, self.reason = path, line, field, reason
 
 
 class StoreError(HindsightLabError):
     """The backing store failed or holds something this package cannot read."""
+
+
+class Busy(StoreError):
+    """A call waited longer than its bound for its namespace (another call holds it)."""
 
 
 class MemoryNotFound(StoreError, KeyError):
@@ -44,6 +49,11 @@ class MemoryNotFound(StoreError, KeyError):
 
 class EmbeddingModelMismatch(StoreError):
     """A collection was built with another embedding model than the one now configured."""
+
+
+class NothingToDo(HindsightLabError):
+    """The input was valid but held nothing to work on: no episode left after skipping invalid lines, or a replay
+    whose query set is empty (no episode has an earlier run of its task). The command line exits 3."""
 
 
 class DatasetError(HindsightLabError):

@@ -358,14 +358,15 @@ def _store_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--set", action="append", metavar="KEY=VALUE", help="dotted config override (repeatable)")
 
 
-def _open(args: argparse.Namespace, *, create: bool = False) -> "MemorySystem":
+def _open(args: argparse.Namespace, *, create: bool = False, read_only: bool = False) -> "MemorySystem":
+    """The ``--store`` memory; ``read_only`` takes no writer lock, so it works beside a running writer."""
     from .cliargs import load_config, store_params
     from .memory import MemorySystem
 
     where = store_params(args.store)
     if "store.path" in where and not create and not Path(args.store).is_dir():
         raise HindsightLabError(f"--store {args.store}: no such folder")
-    return MemorySystem(load_config(args).with_params(where)).open()
+    return MemorySystem(load_config(args).with_params({**where, "store.read_only": read_only})).open()
 
 
 def cmd_memories(args: argparse.Namespace) -> int:
@@ -373,7 +374,7 @@ def cmd_memories(args: argparse.Namespace) -> int:
 
     if args.op == "import":
         read_export(args.file)  # a malformed file fails before the target store is even opened
-    mem = _open(args, create=args.op == "import")
+    mem = _open(args, create=args.op == "import", read_only=args.op in ("list", "show", "export"))
     try:
         if args.op == "list":
             frame = list_frame(mem, layer=args.layer, kind=args.kind, task_type=args.task_type,
@@ -405,7 +406,7 @@ def cmd_memories(args: argparse.Namespace) -> int:
 
 
 def cmd_inspect(args: argparse.Namespace) -> int:
-    mem = _open(args)
+    mem = _open(args, read_only=True)
     try:
         info = inspect(mem, args.memory_id)
     finally:

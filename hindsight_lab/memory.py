@@ -27,7 +27,7 @@ from .evidence import Contradictions, RetiredVoters
 from .errors import MemoryNotFound, StoreError, ValidationError
 from .inputs import parse_memory_input
 from .protocols import BUCKETS
-from .reflect.pipeline import ReflectionOutcome, ReflectionPipeline
+from .reflect.pipeline import PENDING, ReflectionOutcome, ReflectionPipeline
 from .retrieve.inject import SECTIONS, fit_budget, render, render_line, section_of
 from .retrieve.classify import TaskTypeClassifier, learns_from
 from .retrieve.lexical import LexicalIndex
@@ -46,6 +46,15 @@ if TYPE_CHECKING:
 logger = logging.getLogger(__name__)
 
 _FLUSH_AT = 256
+
+
+def _decision_attrs(decision: Any) -> dict[str, Any]:
+    """What an episode record keeps of its trigger decision: the reason, and while a reflection is asked for,
+    ``reflected`` (the trigger state rebuilt from the store counts it) and ``reflection: pending``."""
+    if decision is None:
+        return {}
+    asked = decision.reason if decision.reflect else None
+    return {"decision": decision.reason, "reflected": asked, "reflection": PENDING if asked else None}
 
 
 @dataclass(frozen=True, slots=True)
@@ -237,14 +246,37 @@ class MemorySystem:
         rec, emb = found[0]
         return self._pending.get(memory_id, rec), emb, bucket
 
-    def nearest_episodes(self, text: str, k: int, *, before: datetime | None = None) -> list[MemoryRecord]:
-        """The ``k`` stored episode records nearest to ``text`` by embedding (created no later than ``before``)."""
+    def stored_episode(self, episode_id: str) -> MemoryRecord | None:
+        """The stored record of the episode ``episode_id`` (archived ones included), or None."""
         self._ready()
-        n = self._counts["episode"]
-        if k <= 0 or not n:
+        rid = self._episode_ids.get(episode_id)
+        for bucket in ("episode", "archive") if rid else ():
+            found = self.store.get(bucket, [rid])
+            if found:
+                return found[0][0]
+        return None
+
+    def derived_from(self, episode_id: str) -> bool:
+        """Whether a candidate or rule (archived ones included) has ``episode_id`` among its sources."""
+        self._ready()
+        return any(rec.kind is not Kind.EPISODE and episode_id in rec.source_episode_ids
+                   for bucket in ("candidate", "rule", "archive") for rec in self.store.scan(bucket))
+
+    def nearest_episodes(self, text: str, k: int, *, before: datetime | None = None) -> list[MemoryRecord]:
+        """The ``k`` stored episode records nearest to ``text`` by embedding (created no later than ``before``).
+
+        The window of nearest records widens (doubling) until ``k`` of them pass the time filter or it holds the
+        whole store, so later episodes already stored (a run done again on its own store) change nothing."""
+        self._ready()
+        total = self._counts["episode"]
+        if k <= 0 or not total:
             return []
-        found = self.store.query("episode", self.embedder.embed_query(text), min(n, k + 1 if before else k))
-        return [r for r, _, _ in found if before is None or r.created_at <= before][:k]
+        query, n = self.embedder.embed_query(text), min(total, k + 1 if before else k)
+        while True:
+            found = [r for r, _, _ in self.store.query("episode", query, n) if before is None or r.created_at <= before]
+            if len(found) >= k or n >= total:
+                return found[:k]
+            n = min(total, 2 * n)
 
     def records(self, kind: Kind | str | None = None, *, archived: bool = False) -> list[MemoryRecord]:
         """All records of a kind (or every kind), optionally only the archived ones."""
@@ -287,7 +319,7 @@ class MemorySystem:
 
     def _write_episode_records(self, eps: Sequence[Episode], given: Sequence[str | None], now: datetime,
                                compressed: Sequence[Any] | None = None,
-                               reflected: Sequence[str | None] | None = None) -> list[MemoryRecord]:
+                               decisions: Sequence[Any] | None = None) -> list[MemoryRecord]:
         from .reflect.compress import compress
 
         cfg = self.config_.episode
@@ -301,7 +333,7 @@ class MemorySystem:
                      "user_turns": comp.user_turns,
                      "errors": [list(e) for e in comp.errors], "error_calls": list(comp.error_calls),
                      "failure_cause": ep.failure_cause,
-                     "reflected": reflected[i] if reflected is not None else None}
+                     **_decision_attrs(decisions[i] if decisions is not None else None)}
             records.append(MemoryRecord(
                 id=self._episode_ids.get(ep.episode_id) or self.new_id(Kind.EPISODE), kind=Kind.EPISODE,
                 content=summarise(ep, cfg.summary_max_chars), key=episode_key(ep, cfg.key),

@@ -7,8 +7,9 @@ folder). Browse it with::
 
     mlflow ui --backend-store-uri sqlite:///$HOME/.hindsight_lab/mlflow.db
 
-(an absolute sqlite URI has four slashes once ``$HOME`` is expanded). MLflow is imported on first use only, after
-``MLFLOW_DISABLE_TELEMETRY=true`` is set unless the user set it.
+(an absolute sqlite URI has four slashes once ``$HOME`` is expanded). MLflow's own ``MLFLOW_TRACKING_URI``, when
+set, takes the place of that default (an explicit ``--mlflow-uri`` or a sweep spec's ``mlflow.uri`` still wins).
+MLflow is imported on first use only, after ``MLFLOW_DISABLE_TELEMETRY=true`` is set unless the user set it.
 
 A replay is one run (:func:`log_replay`): params are the hindsight config as the replay ran it
 (``LabConfig.flat()`` keys, e.g. ``retrieval.weights.semantic``) plus ``dataset.*`` (name, format, sha256,
@@ -33,6 +34,7 @@ from __future__ import annotations
 import json
 import logging
 import math
+import os
 import re
 import tempfile
 from contextlib import contextmanager
@@ -57,8 +59,9 @@ _BAD_KEY_CHARS = re.compile(r"[^\w.\- /]")
 
 
 def default_tracking_uri() -> str:
-    """``sqlite:///<home>/mlflow.db`` with ``home()`` absolute (so four slashes on POSIX)."""
-    return f"sqlite:///{(home() / 'mlflow.db').resolve().as_posix()}"
+    """``$MLFLOW_TRACKING_URI`` when set (MLflow's own variable, which its users expect honoured), else the
+    project's store ``sqlite:///<home>/mlflow.db`` with ``home()`` absolute (so four slashes on POSIX)."""
+    return os.environ.get("MLFLOW_TRACKING_URI") or f"sqlite:///{(home() / 'mlflow.db').resolve().as_posix()}"
 
 
 def artifact_location(tracking_uri: str) -> str | None:
@@ -249,7 +252,10 @@ def replay_params(report: "ReplayReport", config: "LabConfig | None" = None,
                    "replay.systems": ",".join(report.systems), "replay.top_k": ds["top_k"],
                    "replay.token_budget": ds["token_budget"], "replay.limit": ds.get("limit"),
                    "replay.seed": report.metrics.get("judging", {}).get("seed"),
-                   "replay.retrieval_effects": ds.get("retrieval_effects")})
+                   "replay.retrieval_effects": ds.get("retrieval_effects"),
+                   "dataset.skipped_lines": (ds.get("skipped") or {}).get("lines", 0)})
+    for reason, n in ((ds.get("skipped") or {}).get("by_reason") or {}).items():
+        params[f"dataset.skipped.{reason}"] = n
     if configs:
         params["replay.configs"] = ",".join(configs)
     return params

@@ -25,6 +25,7 @@ def _own_home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     """Default stores (MLflow, demo) of every test go to a temporary folder, never to the user's home."""
     home = tmp_path / "hindsight-home"
     monkeypatch.setenv("HINDSIGHT_LAB_HOME", str(home))
+    monkeypatch.delenv("MLFLOW_TRACKING_URI", raising=False)  # a developer's own MLflow server is not the tests'
     return home
 
 

@@ -5,6 +5,11 @@ from a queue of :class:`Reply` objects, one per request, in order; when the queu
 (HTTP 500 unless told otherwise). Every request is recorded (parsed JSON body, headers, path), so a test can assert
 what was sent: the prompt, ``response_format``, the number of calls.
 
+It can also refuse what a real server refuses, before any scripted answer is used: a request over its context
+(``context_tokens``: the prompt's tokens, counted by ``count_tokens``, plus ``max_tokens``) gets the 400 that
+llama-cpp-python's server sends (``context_length_exceeded``), and a ``response_format`` type it does not take
+(``response_formats``) gets a 400 naming it, as vLLM and older llama.cpp builds answer.
+
 Examples:
     >>> from openai_stub import OpenAIStub, Reply
     >>> with OpenAIStub([Reply(content='{"ok": true}')]) as stub:
@@ -16,12 +21,13 @@ Examples:
 from __future__ import annotations
 
 import json
+import re
 import threading
 import time
 from collections import deque
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from typing import Any, Iterable
+from typing import Any, Callable, Iterable
 
 __all__ = ["OpenAIStub", "Reply", "RecordedRequest"]
 
@@ -77,9 +83,14 @@ class RecordedRequest:
 class OpenAIStub:
     """Context manager running the scripted server in a background thread (port 0: a free port)."""
 
-    def __init__(self, replies: Iterable[Reply] = (), *, default: Reply | None = None, model: str = "stub") -> None:
+    def __init__(self, replies: Iterable[Reply] = (), *, default: Reply | None = None, model: str = "stub",
+                 context_tokens: int | None = None, count_tokens: Callable[[str], int] | None = None,
+                 response_formats: Iterable[str] | None = None) -> None:
         self.default = default or Reply.error(500, "stub queue is empty")
         self.model = model
+        self.context_tokens = context_tokens
+        self.count_tokens = count_tokens or word_tokens
+        self.response_formats = None if response_formats is None else frozenset(response_formats)
         self.requests: list[RecordedRequest] = []
         self._queue: deque[Reply] = deque(replies)
         self._lock = threading.Lock()
@@ -158,7 +169,9 @@ class OpenAIStub:
             body = raw
         with self._lock:
             self.requests.append(RecordedRequest(h.path, {k.lower(): v for k, v in h.headers.items()}, body))
-            reply = self._queue.popleft() if self._queue else self.default
+            reply = self._refusal(body)
+            if reply is None:
+                reply = self._queue.popleft() if self._queue else self.default
         if not h.path.rstrip("/").endswith("/chat/completions"):
             reply = Reply.error(404, f"unknown path {h.path}")
         if reply.delay_s and self._stop.wait(reply.delay_s):
@@ -176,6 +189,29 @@ class OpenAIStub:
         except (BrokenPipeError, ConnectionResetError):  # the client gave up (timeout): nothing to answer
             pass
 
+    def prompt_tokens(self, request: Any) -> int:
+        """The prompt's tokens as this server counts them (the messages' contents, plus 4 per message)."""
+        messages = request.get("messages", []) if isinstance(request, dict) else []
+        return sum(self.count_tokens(str(m.get("content", ""))) + 4 for m in messages)
+
+    def _refusal(self, request: Any) -> Reply | None:
+        """The 400 a real server sends for this request, or None when it would answer it."""
+        if not isinstance(request, dict):
+            return None
+        fmt = request.get("response_format")
+        kind = fmt.get("type") if isinstance(fmt, dict) else None
+        if kind is not None and self.response_formats is not None and kind not in self.response_formats:
+            return Reply.error(400, f"response_format type '{kind}' is not supported")
+        if self.context_tokens is not None:
+            prompt, completion = self.prompt_tokens(request), int(request.get("max_tokens") or 0)
+            if prompt + completion > self.context_tokens:
+                return Reply(status=400, body={"error": {
+                    "message": f"This model's maximum context length is {self.context_tokens} tokens. However, you "
+                               f"requested {prompt + completion} tokens ({prompt} in the messages, {completion} in "
+                               "the completion). Please reduce the length of the messages or completion.",
+                    "type": "invalid_request_error", "param": "messages", "code": "context_length_exceeded"}})
+        return None
+
     def _payload(self, reply: Reply, request: Any) -> str:
         if reply.body is not None:
             return reply.body if isinstance(reply.body, str) else json.dumps(reply.body)
@@ -189,3 +225,12 @@ class OpenAIStub:
                          "finish_reason": reply.finish_reason}],
             "usage": reply.usage,
         })
+
+
+_PIECE = re.compile(r"[A-Za-z]+|\d{1,3}|[^\sA-Za-z\d]", re.A)
+
+
+def word_tokens(text: str) -> int:
+    """A tokenizer-like count: runs of letters, groups of up to three digits, and every other non-space character
+    each count one (close to what BPE tokenizers give for English and JSON, and never fewer for such text)."""
+    return len(_PIECE.findall(text))

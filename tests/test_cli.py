@@ -75,3 +75,24 @@ def test_replay_resume_needs_an_out_folder(tmp_path, capsys):
     traces.write_text("")
     assert main(["replay", str(traces), "--resume", "--no-mlflow"]) == 2
     assert "--out DIR" in capsys.readouterr().err
+
+
+def test_nothing_to_do_ends_with_one_line_and_exit_3(tmp_path, capsys):
+    # Regression (issue 16): the project's own demo file ended in a traceback "the replay has an empty query set";
+    # reflect of a file with no valid line under --skip-invalid raised KeyError: 'reflect'.
+    from hindsight_lab.demo import demo_episodes_path
+
+    assert main(["replay", str(demo_episodes_path()), "--no-mlflow"]) == 3
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "nothing to do" in err and "empty query set" in err
+    bad = tmp_path / "bad.jsonl"
+    bad.write_text("{not json}\n[1, 2]\n", encoding="utf-8")
+    assert main(["reflect", str(bad), "--skip-invalid"]) == 3
+    err = capsys.readouterr().err
+    assert "no episode to reflect on" in err and "skipped 2 invalid lines (invalid_json: 1, not_object: 1)" in err
+    empty = tmp_path / "empty.jsonl"
+    empty.write_text("", encoding="utf-8")
+    assert main(["replay", str(empty), "--no-mlflow"]) == 2
+    assert "empty.jsonl: no episodes (the file is empty)" in capsys.readouterr().err
+    assert main(["replay", str(empty), "--no-mlflow", "--skip-invalid"]) == 3
+    assert "no episode to replay" in capsys.readouterr().err

@@ -108,3 +108,22 @@ def test_bad_yaml_names_the_file_and_field(tmp_path, text, match):
 def test_missing_file():
     with pytest.raises(ConfigError, match="not found"):
         LabConfig.from_yaml("no/such/file.yaml")
+
+
+def test_export_keeps_the_llm_connection_and_never_echoes_a_pasted_key(tmp_path):
+    # Regression (issue 16): `export` dropped reflect.llm.api_key_env and api_base, so a re-loaded export had no
+    # LLM settings; and a key pasted into api_key_env by mistake was echoed in the error.
+    from hindsight_lab.export import export_config
+
+    cfg = LabConfig().with_params({"reflect.reflector": "litellm", "reflect.llm.model": "openai/local",
+                                   "reflect.llm.api_base": "http://127.0.0.1:8080/v1",
+                                   "reflect.llm.api_key_env": "LOCAL_LLM_KEY",
+                                   "conflicts.llm.api_key_env": "JUDGE_KEY"})
+    export_config(cfg, tmp_path / "tuned.yaml")
+    back = LabConfig.from_yaml(tmp_path / "tuned.yaml")
+    assert (back.reflect.llm.api_base, back.reflect.llm.api_key_env) == ("http://127.0.0.1:8080/v1", "LOCAL_LLM_KEY")
+    assert back.conflicts.llm.api_key_env == "JUDGE_KEY"
+    secret = "sk-proj-4f9a2b7c1d8e"
+    with pytest.raises(ConfigError, match="must be the NAME of the environment variable") as err:
+        LabConfig().with_params({"reflect.llm.api_key_env": secret})
+    assert secret not in str(err.value) and "not shown" in str(err.value)

@@ -134,7 +134,7 @@ def _patch(**fields):
 
 
 @pytest.mark.parametrize("line, change, match", [
-    (3, lambda s: s[:-5], r"bad.jsonl:3: not valid JSON"),
+    (3, lambda s: s[:-5], r"bad.jsonl:3: invalid JSON"),
     (2, _patch(confidence=1.5), r"bad.jsonl:2: .*less than or equal to 1.*\(field 'confidence'\)"),
     (4, _patch(kind="fact"), r"bad.jsonl:4: .*\(field 'kind'\)"),
     (5, _patch(created_at="yesterday"), r"bad.jsonl:5: .*\(field 'created_at'\)"),

@@ -166,7 +166,9 @@ def test_two_downs_delete_and_up_raises(make_mem):
 
 
 def test_decay_schedule_on_an_injected_clock(make_mem):
-    mem = make_mem()
+    # Found by the instruction: the day-20 search must recall `used` and not `ep` (with the tool names in the key,
+    # `update_reservation_flights` and `update_reservation_seat` bring `ep` over min_similarity too).
+    mem = make_mem(episode__key="instruction")
     rule = mem.write("Look up the loyalty tier before offering compensation", layer="L3", confidence=1.0,
                      counter_examples=["basic members"], now=T0).record
     trig = mem.write("Ask for the booking code when a passenger mentions a seat upgrade", layer="L3",

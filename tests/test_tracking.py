@@ -21,6 +21,21 @@ def test_default_store_is_a_sqlite_db_in_the_home_folder(tmp_path, monkeypatch):
     assert not (tmp_path / "home").exists()  # computing the URI creates nothing
 
 
+def test_mlflow_tracking_uri_is_honoured_by_replay(tmp_path, monkeypatch, capsys):
+    # Regression (issue 16): MLFLOW_TRACKING_URI was ignored by replay and sweep.
+    from hindsight_lab.cli import main
+    from hindsight_lab.tracking import client
+
+    uri = f"sqlite:///{(tmp_path / 'theirs.db').as_posix()}"
+    monkeypatch.setenv("MLFLOW_TRACKING_URI", uri)
+    assert default_tracking_uri() == uri
+    assert main(["replay", "tau2-airline-cross-sample", "--systems", "none,bm25"]) == 0
+    assert f"at {uri}" in capsys.readouterr().out
+    runs = client(uri).search_runs([client(uri).get_experiment_by_name("hindsight-replay").experiment_id])
+    assert len(runs) == 1 and runs[0].data.params["dataset.format"] == "tau2-bench"
+    assert not (tmp_path / "hindsight-home" / "mlflow.db").exists()  # the project's default store is untouched
+
+
 def test_metric_keys_are_mlflow_safe():
     assert metric_key("hindsight.ndcg@5") == "hindsight.ndcg_at_5"
     assert metric_key("my config!.hit@3") == "my config_.hit_at_3"

@@ -124,7 +124,7 @@ def cmd_conflicts(args: argparse.Namespace) -> int:
     from ..memory import MemorySystem
     from .scan import read_store, scan
 
-    cfg = _config(args)
+    cfg = _config(args).with_params({"store.read_only": True})  # a read-only pass: it may run beside a writer
     with MemorySystem(cfg) as mem:
         plan = scan(*read_store(mem.store), cfg)
     s = plan.summary()

@@ -2,9 +2,10 @@
 (``conflicts.llm``: any LiteLLM model string, ``api_base``, ``api_key_env`` naming the key's variable).
 
 Every call goes through :class:`~hindsight_lab.reflect.llm.LiteLLMReflector`'s call path, so faults are handled the
-same way: LiteLLM's own retries off, bounded retries with exponential backoff on 5xx, 408, 429 (``Retry-After``
-honoured), timeouts and connection errors, no retry on other 4xx, ``response_format`` dropped once if the provider
-refuses it, usage recorded per call (:attr:`LiteLLMJudge.calls`, :meth:`usage_summary`). A pair the judge cannot
+same way: LiteLLM's own retries off, a time budget per pair (``timeout_s``, retries included; a timeout is never
+retried), bounded retries with exponential backoff on 5xx, 408, 429 (``Retry-After`` honoured) and refused
+connections, no retry on other 4xx, ``json_object`` output stepped down to plain text if the provider refuses it,
+usage recorded per call (:attr:`LiteLLMJudge.calls`, :meth:`usage_summary`). A pair the judge cannot
 answer — a provider fault after its retries, or an answer that is not the expected JSON — keeps the offline
 detector's verdict, marked in ``Verdict.source`` (``offline (judge failed: …)``); the pass never stops for it.
 Only what no retry can fix raises: litellm missing (``MissingDependencyError``), ``api_key_env`` naming an unset
@@ -23,6 +24,7 @@ import os
 from dataclasses import replace
 from typing import Any, Callable, Mapping
 
+from ..config import shown_env_name
 from ..errors import ReflectorError
 from .detect import KINDS, OfflineDetector, Verdict
 
@@ -115,11 +117,12 @@ class LiteLLMJudge:
         """The model's verdict on rules ``a`` and ``b``; the fallback's when the model cannot answer."""
         client = self.client_
         if client.api_key_env and not os.environ.get(client.api_key_env):
-            raise ReflectorError(f"conflicts.llm.api_key_env names the environment variable {client.api_key_env!r}, "
-                                 "which is not set or empty: export it, or set api_key_env to null for a server "
+            raise ReflectorError("conflicts.llm.api_key_env names the environment variable "
+                                 f"{shown_env_name(client.api_key_env)}, which is not set or empty: export it, or "
+                                 "set api_key_env to null for a server "
                                  "that needs no key")
         client._check()  # the reflector's validation of the settings (ConfigError naming the bad one)
-        answer = client._complete(build_messages(a, b, task_type), client.max_tokens, batch_size=1)
+        answer = client.complete(build_messages(a, b, task_type), client.max_tokens)
         if answer.fault is None:
             verdict = parse_answer(answer.content or "")
             if verdict is not None:

@@ -24,6 +24,7 @@ from typing import Any
 from ..errors import ConfigError, TraceFormatError
 from ..trace import Episode
 from .jsonl import DEFAULT_MAX_LINE_BYTES, ReadStats, load_episodes, read_jsonl, write_jsonl
+from .limits import DEFAULT_LIMITS, ReadLimits, check_instruction
 from .locomo import LocomoConversation, LocomoQuestion, LocomoTurn, describe_locomo, read_locomo, turn_to_episode
 from .reflexion import ReflexionCounts, describe_reflexion, read_reflexion_hotpotqa
 from .tau2_bench import read_tau2_bench
@@ -78,10 +79,17 @@ def _first_item(path: Path) -> Any:
             at = len(body) - len(body.lstrip())
             try:
                 return decoder.raw_decode(body, at)[0]
+            except RecursionError:
+                raise _too_deep(path) from None
             except json.JSONDecodeError:
                 if n >= size or n >= _SNIFF_MAX:
                     return None
                 n *= 4
+
+
+def _too_deep(path: Path) -> TraceFormatError:
+    return TraceFormatError(f"nested deeper than the JSON parser allows (the limit is {DEFAULT_LIMITS.max_depth} "
+                            "levels)", path=str(path), reason="too_deep")
 
 
 def _is_tau2(path: Path) -> bool:
@@ -92,6 +100,8 @@ def _is_tau2(path: Path) -> bool:
         data = json.loads(path.read_bytes().decode("utf-8-sig"))
     except (UnicodeDecodeError, json.JSONDecodeError):
         return False
+    except RecursionError:
+        raise _too_deep(path) from None
     return isinstance(data, dict) and {"simulations", "tasks"} <= data.keys()
 
 
@@ -114,7 +124,7 @@ def detect_format(path: str | Path) -> str | None:
         line = _first_line(path)
         try:
             first = json.loads(line) if line is not None else None
-        except json.JSONDecodeError:
+        except (json.JSONDecodeError, RecursionError):  # the JSONL reader names the line and the cause
             return None
         return "jsonl" if isinstance(first, dict) and "episode_id" in first else None
     head = _head(path).lstrip()
@@ -131,7 +141,8 @@ def detect_format(path: str | Path) -> str | None:
 
 
 def load(path: str | Path, format: str = "auto", *, strict: bool = True, limit_tasks: int | None = None,
-         domain: str | None = None, **kw: Any) -> tuple[list[Episode], ReadStats | None]:
+         domain: str | None = None, limits: ReadLimits = DEFAULT_LIMITS, **kw: Any
+         ) -> tuple[list[Episode], ReadStats | None]:
     """Read a trace file of any supported format: ``(episodes, ReadStats)`` for jsonl, ``(episodes, None)`` else.
 
     Args:
@@ -144,6 +155,8 @@ def load(path: str | Path, format: str = "auto", *, strict: bool = True, limit_t
         limit_tasks: keep the episodes of the first N task_ids (all their attempts), in the order the format's
             reader gives them (file order for jsonl).
         domain: tau-bench only: the domain when the data does not say.
+        limits: nesting and size bounds (:mod:`.limits`); a file over them is invalid input (jsonl in lenient
+            mode: the line is skipped and counted, ``too_deep`` / ``too_large``).
         **kw: passed on to :func:`load_episodes` (``max_line_bytes``, ``max_errors``).
 
     Raises:
@@ -171,13 +184,17 @@ def load(path: str | Path, format: str = "auto", *, strict: bool = True, limit_t
                           "hindsight_lab.datasets.read_locomo(path) and replay it one conversation at a time "
                           "(hindsight_lab.replay.engine.run_conversations with to_episode=turn_to_episode)")
     if fmt == "jsonl":
-        episodes, stats = load_episodes(path, strict=strict, **kw)
+        episodes, stats = load_episodes(path, strict=strict, limits=limits, **kw)
         if limit_tasks is not None:
             keep = list(dict.fromkeys(e.task_id or e.episode_id for e in episodes))[:limit_tasks]
             episodes = [e for e in episodes if (e.task_id or e.episode_id) in set(keep)]
         return episodes, stats
     if fmt == "reflexion-hotpotqa":
-        return read_reflexion_hotpotqa(path, limit_tasks=limit_tasks), None
-    if fmt == "tau2-bench":
-        return read_tau2_bench(path, limit_tasks=limit_tasks), None
-    return read_tau_bench(path, domain=domain, limit_tasks=limit_tasks), None
+        episodes = read_reflexion_hotpotqa(path, limit_tasks=limit_tasks)
+    elif fmt == "tau2-bench":
+        episodes = read_tau2_bench(path, limit_tasks=limit_tasks, limits=limits)
+    else:
+        episodes = read_tau_bench(path, domain=domain, limit_tasks=limit_tasks, limits=limits)
+    for ep in episodes:  # the jsonl reader checks each line as it reads it
+        check_instruction(ep.instruction, limits, path=str(path), episode_id=ep.episode_id)
+    return episodes, None

@@ -1,39 +1,36 @@
-"""Reading helpers shared by the adapters."""
+"""Reading helpers shared by the adapters; every one bounds what it parses (:mod:`.limits`)."""
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import Any, Iterator
 
 from ..errors import TraceFormatError
+from .limits import DEFAULT_LIMITS, ReadLimits, loads
 
 
-def read_json(path: Path) -> Any:
-    """A whole JSON file; errors name the file (and line)."""
+def read_json(path: Path, limits: ReadLimits = DEFAULT_LIMITS) -> Any:
+    """A whole JSON file within ``limits``; errors name the file (and line)."""
     name = str(path)
     try:
         text = path.read_bytes().decode("utf-8-sig")
     except UnicodeDecodeError as exc:
         raise TraceFormatError(f"not UTF-8: {exc.reason} at byte {exc.start}", path=name) from None
-    try:
-        return json.loads(text)
-    except json.JSONDecodeError as exc:
-        raise TraceFormatError(f"invalid JSON: {exc.msg} at column {exc.colno}", path=name,
-                               line=exc.lineno) from None
+    return loads(text, limits, path=name)
 
 
-def read_json_list(path: Path, what: str) -> list[Any]:
+def read_json_list(path: Path, what: str, limits: ReadLimits = DEFAULT_LIMITS) -> list[Any]:
     """A whole JSON file that must hold a list; errors name the file (and line) and say what was expected."""
-    data = read_json(path)
+    data = read_json(path, limits)
     if not isinstance(data, list):
         raise TraceFormatError(f"expected a JSON list of {what}, got {type(data).__name__}", path=str(path))
     return data
 
 
-def json_lines(path: Path, what: str) -> Iterator[tuple[int, Any]]:
+def json_lines(path: Path, what: str, limits: ReadLimits = DEFAULT_LIMITS) -> Iterator[tuple[int, Any]]:
     """``(line number, value)`` of every non-blank line of a JSONL ``what`` file; a missing file, text that is not
-    UTF-8 or a line that is not JSON raises :class:`TraceFormatError` naming the file (and line)."""
+    UTF-8 or a line that is not JSON within ``limits`` raises :class:`TraceFormatError` naming the file (and
+    line)."""
     name = str(path)
     try:
         lines = path.read_text(encoding="utf-8").splitlines()
@@ -44,10 +41,7 @@ def json_lines(path: Path, what: str) -> Iterator[tuple[int, Any]]:
     for n, line in enumerate(lines, 1):
         if not line.strip():
             continue
-        try:
-            yield n, json.loads(line)
-        except json.JSONDecodeError as exc:
-            raise TraceFormatError(f"not valid JSON: {exc.msg} (column {exc.colno})", path=name, line=n) from None
+        yield n, loads(line, limits, path=name, line=n)
 
 
 class Fields:

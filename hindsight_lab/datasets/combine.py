@@ -27,6 +27,7 @@ Examples:
 from __future__ import annotations
 
 import hashlib
+from collections import Counter
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
 from typing import Any, Sequence
@@ -60,7 +61,8 @@ def load_history(paths: str | Path | Sequence[str | Path], *, format: str = "aut
 
     The block holds ``name``, ``format``, ``sha256`` and ``order``; with several files also ``files`` (name,
     format, sha256 and episode count of each, in order), and its ``sha256`` is that of the files' hashes and names
-    in order, so it changes when any file or the order does. A single file is read exactly as before (its own
+    in order, so it changes when any file or the order does. When a lenient read (``strict=False``) skipped
+    invalid lines, ``skipped`` counts them by reason. A single file is read exactly as before (its own
     ``sha256``; no qualifying, no shifting).
 
     Raises:
@@ -74,13 +76,15 @@ def load_history(paths: str | Path | Sequence[str | Path], *, format: str = "aut
         raise ConfigError("no trace file to replay")
     fmts = [detect_format(p) if format == "auto" else format for p in files]
     if len(files) == 1:
-        episodes, _ = load(files[0], format=fmts[0] or "auto", strict=strict, limit_tasks=limit_tasks)
-        return episodes, {"name": files[0].stem, "format": fmts[0], "sha256": file_sha256(files[0]),
-                          "order": ORDERS.get(fmts[0] or "", "file order")}
+        episodes, stats = load(files[0], format=fmts[0] or "auto", strict=strict, limit_tasks=limit_tasks)
+        info = {"name": files[0].stem, "format": fmts[0], "sha256": file_sha256(files[0]),
+                "order": ORDERS.get(fmts[0] or "", "file order")}
+        return episodes, {**info, **_skipped([stats])}
     if "locomo" in fmts:
         raise ConfigError("LoCoMo is a conversation dataset, replayed one file at a time; it cannot join a "
                           "history of several files")
-    loaded = [load(p, format=f or "auto", strict=strict)[0] for p, f in zip(files, fmts)]
+    reads = [load(p, format=f or "auto", strict=strict) for p, f in zip(files, fmts)]
+    loaded = [eps for eps, _ in reads]
     episodes = _chain(files, fmts, loaded)
     if limit_tasks is not None:
         keep = set(list(dict.fromkeys(e.task_id or e.episode_id for e in episodes))[:limit_tasks])
@@ -92,7 +96,18 @@ def load_history(paths: str | Path | Sequence[str | Path], *, format: str = "aut
     return episodes, {"name": " + ".join(p.stem for p in files),
                       "format": fmts[0] if len(set(fmts)) == 1 else "mixed", "sha256": combined,
                       "order": "the files in the order given, each in its own order, on one clock",
-                      "files": listing}
+                      "files": listing, **_skipped([stats for _, stats in reads])}
+
+
+def _skipped(stats: Sequence[Any]) -> dict[str, Any]:
+    """``{"skipped": {"lines": n, "by_reason": {...}}}`` over the JSONL reads that skipped invalid lines (lenient
+    mode), else empty."""
+    lines, reasons = 0, Counter()
+    for st in stats:
+        if st is not None and st.skipped:
+            lines += st.skipped
+            reasons.update(st.by_reason)
+    return {"skipped": {"lines": lines, "by_reason": dict(reasons)}} if lines else {}
 
 
 def _chain(files: Sequence[Path], fmts: Sequence[str | None], loaded: Sequence[list[Episode]]) -> list[Episode]:

@@ -26,7 +26,6 @@ Examples:
 
 from __future__ import annotations
 
-import json
 import logging
 import os
 import tempfile
@@ -39,6 +38,7 @@ from pydantic import ValidationError as PydanticError
 
 from ..errors import TraceFormatError, ValidationError
 from ..trace import Episode, TraceStep
+from .limits import DEFAULT_LIMITS, ReadLimits, check_instruction, loads
 
 logger = logging.getLogger(__name__)
 
@@ -60,7 +60,8 @@ class ReadStats:
         blank: blank lines, skipped silently.
         skipped: invalid lines skipped (lenient mode only; strict mode raises on the first).
         by_reason: skipped lines per reason: ``invalid_json``, ``not_utf8``, ``not_object``, ``line_too_long``,
-            ``missing_field``, ``unknown_field``, ``wrong_type``, ``invalid_value``, ``duplicate_episode_id``.
+            ``too_deep``, ``too_large`` (over the :mod:`.limits`), ``missing_field``, ``unknown_field``,
+            ``wrong_type``, ``invalid_value``, ``duplicate_episode_id``.
         errors: the messages of the first ``max_errors`` skipped lines.
         max_errors: how many messages ``errors`` keeps.
     """
@@ -166,7 +167,7 @@ def _describe(exc: PydanticError) -> tuple[str, str | None, str]:
     return msg, fld, reason
 
 
-def _parse(raw: bytes, path: str, lineno: int) -> Episode:
+def _parse(raw: bytes, path: str, lineno: int, limits: ReadLimits = DEFAULT_LIMITS) -> Episode:
     def fail(message: str, reason: str, fld: str | None = None) -> _LineError:
         return _LineError(TraceFormatError(message, path=path, line=lineno, field=fld), reason)
 
@@ -175,22 +176,31 @@ def _parse(raw: bytes, path: str, lineno: int) -> Episode:
     except UnicodeDecodeError as exc:
         raise fail(f"not UTF-8: {exc.reason} at byte {exc.start}", "not_utf8") from None
     text = text.rstrip("\r\n")
+    if text.lstrip().startswith("[") and not text.rstrip().endswith("]"):
+        raise fail("a JSON list opens here, not one episode object per line: this looks like a whole-file JSON "
+                   "array (tau-bench, LoCoMo…), which is not JSONL; give its format, or write one episode per line",
+                   "not_object")
     try:
-        data = json.loads(text)
-    except json.JSONDecodeError as exc:
-        where = "the end of the line (truncated?)" if exc.pos >= len(text.rstrip()) else f"column {exc.colno}"
-        raise fail(f"invalid JSON: {exc.msg} at {where}", "invalid_json") from None
+        data = loads(text, limits, path=path, line=lineno)
+    except TraceFormatError as exc:
+        raise _LineError(exc, exc.reason or "invalid_json") from None
     if not isinstance(data, dict):
         raise fail(f"expected a JSON object (one episode), got {type(data).__name__}", "not_object")
     try:
-        return Episode.model_validate(data)
+        episode = Episode.model_validate(data)
     except PydanticError as exc:
         msg, fld, reason = _describe(exc)
         raise fail(msg, reason, fld) from None
+    try:
+        check_instruction(episode.instruction, limits, path=path, line=lineno)
+    except TraceFormatError as exc:
+        raise _LineError(exc, "too_large") from None
+    return episode
 
 
 def read_jsonl(path: str | Path, *, strict: bool = True, stats: ReadStats | None = None,
-               max_line_bytes: int = DEFAULT_MAX_LINE_BYTES) -> Iterator[Episode]:
+               max_line_bytes: int = DEFAULT_MAX_LINE_BYTES, limits: ReadLimits = DEFAULT_LIMITS
+               ) -> Iterator[Episode]:
     """Yield the episodes of a JSONL trace file in file order, reading one bounded line at a time.
 
     Args:
@@ -198,6 +208,7 @@ def read_jsonl(path: str | Path, *, strict: bool = True, stats: ReadStats | None
         strict: raise on the first invalid line (and on a file without episodes); else skip and count.
         stats: filled in as the reader goes (see :class:`ReadStats`); pass one to see what was skipped.
         max_line_bytes: a longer line is invalid (``line too long``) and is never held in memory whole.
+        limits: nesting and size bounds of a line's JSON and of an instruction (:mod:`.limits`).
 
     Raises:
         TraceFormatError: (strict) ``<file>:<line>: <what> (field '<json path>')`` for the first invalid line,
@@ -230,7 +241,7 @@ def read_jsonl(path: str | Path, *, strict: bool = True, stats: ReadStats | None
                 if not raw.strip():
                     st.blank += 1
                     continue
-                ep = _parse(raw, name, lineno)
+                ep = _parse(raw, name, lineno, limits)
                 if ep.episode_id in first_line:
                     raise _LineError(TraceFormatError(
                         f"duplicate episode_id {ep.episode_id!r} (first on line {first_line[ep.episode_id]})",
@@ -254,7 +265,7 @@ def read_jsonl(path: str | Path, *, strict: bool = True, stats: ReadStats | None
 
 
 def load_episodes(path: str | Path, *, strict: bool = True, max_line_bytes: int = DEFAULT_MAX_LINE_BYTES,
-                  max_errors: int = 20) -> tuple[list[Episode], ReadStats]:
+                  max_errors: int = 20, limits: ReadLimits = DEFAULT_LIMITS) -> tuple[list[Episode], ReadStats]:
     """Read and validate the WHOLE file, then return its episodes and the read's :class:`ReadStats`.
 
     Use this (not :func:`read_jsonl`) before writing to memory: in strict mode a bad line anywhere raises before
@@ -265,7 +276,7 @@ def load_episodes(path: str | Path, *, strict: bool = True, max_line_bytes: int 
         >>> mem.write_episodes(episodes)  # doctest: +SKIP
     """
     stats = ReadStats(max_errors=max_errors)
-    episodes = list(read_jsonl(path, strict=strict, stats=stats, max_line_bytes=max_line_bytes))
+    episodes = list(read_jsonl(path, strict=strict, stats=stats, max_line_bytes=max_line_bytes, limits=limits))
     return episodes, stats
 
 

@@ -51,6 +51,7 @@ from pathlib import Path
 from typing import Any, Iterable
 
 from ._io import read_json_list
+from .limits import DEFAULT_LIMITS, ReadLimits
 from ..errors import ConfigError, TraceFormatError
 from ..trace import Episode
 
@@ -253,10 +254,6 @@ def turn_to_episode(turn: LocomoTurn, *, image_captions: bool = True) -> Episode
     })
 
 
-def _read(path: Path) -> list[Any]:
-    return read_json_list(path, "LoCoMo samples {sample_id, conversation, qa}")
-
-
 def _answer_text(value: Any) -> str | None:
     if value is None:
         return None
@@ -264,13 +261,14 @@ def _answer_text(value: Any) -> str | None:
 
 
 def read_locomo(path: str | Path, *, limit_conversations: int | None = None,
-                include_category5: bool = False) -> list[LocomoConversation]:
+                include_category5: bool = False, limits: ReadLimits = DEFAULT_LIMITS) -> list[LocomoConversation]:
     """Read LoCoMo conversations in file order (see the module docstring for every rule).
 
     Args:
         path: the JSON file (a list of ``{sample_id, conversation, qa, …}``).
         limit_conversations: keep only the first N conversations, whole.
         include_category5: keep the adversarial questions (marked), instead of skipping and counting them.
+        limits: nesting and size bounds of the file (:mod:`.limits`).
 
     Raises:
         TraceFormatError: the file is not LoCoMo JSON; the message names the sample and the field.
@@ -286,7 +284,7 @@ def read_locomo(path: str | Path, *, limit_conversations: int | None = None,
         raise ConfigError("limit_conversations: expected a non-negative integer or None "
                           f"(got {limit_conversations!r})")
     path = Path(path)
-    data = _read(path)
+    data = read_json_list(path, "LoCoMo samples {sample_id, conversation, qa}", limits)
     if limit_conversations is not None:
         data = data[:limit_conversations]
     out: list[LocomoConversation] = []

@@ -51,6 +51,7 @@ from pydantic import ValidationError as PydanticError
 from ..errors import TraceFormatError
 from ..trace import Episode
 from ._io import Fields, read_json
+from .limits import DEFAULT_LIMITS, ReadLimits
 from .reflexion import _check_limit
 from .splits import id_hash
 
@@ -99,9 +100,9 @@ class _Header:
     task_types: dict[str, str]
 
 
-def _read(path: Path) -> dict[str, Any]:
+def _read(path: Path, limits: ReadLimits) -> dict[str, Any]:
     name = str(path)
-    data = read_json(path)
+    data = read_json(path, limits)
     if not isinstance(data, dict) or not {"simulations", "tasks"} <= data.keys():
         got = "an object without simulations and tasks" if isinstance(data, dict) else type(data).__name__
         raise TraceFormatError(f"expected a tau2-bench JSON object {{info, tasks, simulations}}, got {got}",
@@ -140,12 +141,14 @@ def _start_time(item: Fields, sim: dict[str, Any], where: str) -> datetime | Non
     return at if at.tzinfo else at.replace(tzinfo=timezone.utc)
 
 
-def read_tau2_bench(path: str | Path, *, limit_tasks: int | None = None) -> list[Episode]:
+def read_tau2_bench(path: str | Path, *, limit_tasks: int | None = None,
+                    limits: ReadLimits = DEFAULT_LIMITS) -> list[Episode]:
     """Read a tau2-bench simulation file as episodes, one per simulation (see the module docstring).
 
     Args:
         path: the JSON file (an object ``{info, tasks, simulations}``).
         limit_tasks: keep only the simulations of the first N distinct task_ids (in replay order), all trials.
+        limits: nesting and size bounds of the file (:mod:`.limits`).
 
     Raises:
         TraceFormatError: the file is not tau2-bench JSON; the message names the simulation (or task) and field.
@@ -158,7 +161,7 @@ def read_tau2_bench(path: str | Path, *, limit_tasks: int | None = None) -> list
     """
     _check_limit(limit_tasks)
     path = Path(path)
-    data = _read(path)
+    data = _read(path, limits)
     header = _header(path, data)
     sims = Fields(str(path)).get(data, "simulations", list, "")
     items = [Fields(str(path), f"simulation {i}") for i in range(len(sims))]

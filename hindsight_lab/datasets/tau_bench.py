@@ -14,7 +14,8 @@ message list. Each run becomes one :class:`~hindsight_lab.trace.Episode`:
   such a result also carries that text as its ``error``.
 * ``outcome``: success iff ``reward == 1.0``, else failure; ``reward`` kept; ``failure_cause`` unknown (None).
 * ``task_type`` (ground truth, for judging only): the sorted set of state-changing gold actions of
-  ``info.task.actions`` joined by ``+``, or ``read_only``. ``task_id`` kept as a string.
+  ``info.task.actions`` joined by ``+``, or ``read_only``; ``info.task`` is required (a run without it is invalid
+  input). ``task_id`` kept as a string.
 * ``domain``: from the data (a ``domain``/``env`` key, else a domain named in the file name, e.g.
   ``gpt-4o-airline.json``), else the ``domain`` argument.
 * ``meta``: ``{"trial": n, "source": "tau-bench", "step_limit": bool}``; ``step_limit`` is true for a run that
@@ -38,6 +39,7 @@ from typing import Any
 from pydantic import ValidationError as PydanticError
 
 from ._io import Fields, read_json_list
+from .limits import DEFAULT_LIMITS, ReadLimits
 from ..errors import ConfigError
 from ..trace import Episode
 
@@ -173,12 +175,8 @@ def _sort_key(task_id: Any) -> tuple[int, Any]:
     return (0, task_id) if isinstance(task_id, int) else (1, str(task_id))
 
 
-def _read(path: Path) -> list[Any]:
-    return read_json_list(path, "tau-bench runs")
-
-
-def read_tau_bench(path: str | Path, *, domain: str | None = None, limit_tasks: int | None = None
-                   ) -> list[Episode]:
+def read_tau_bench(path: str | Path, *, domain: str | None = None, limit_tasks: int | None = None,
+                   limits: ReadLimits = DEFAULT_LIMITS) -> list[Episode]:
     """Read tau-bench historical trajectories as episodes, ordered by trial then task_id (see module docstring).
 
     Args:
@@ -186,6 +184,7 @@ def read_tau_bench(path: str | Path, *, domain: str | None = None, limit_tasks: 
         domain: the domain when the data and the file name do not tell (``"airline"``, ``"retail"``…); it must
             agree with them when they do.
         limit_tasks: keep only the first N task_ids (in task_id order), each with all its trials.
+        limits: nesting and size bounds of the file (:mod:`.limits`).
 
     Raises:
         TraceFormatError: the file is not tau-bench JSON; the message names the item and the field.
@@ -204,7 +203,7 @@ def read_tau_bench(path: str | Path, *, domain: str | None = None, limit_tasks: 
     named = domain_from_name(path)
     items: list[tuple[tuple[Any, ...], _Item]] = []
     seen: dict[tuple[int, str], int] = {}
-    for i, raw in enumerate(_read(path)):
+    for i, raw in enumerate(read_json_list(path, "tau-bench runs", limits)):
         item = _Item(raw, i, name)
         task_id = item.get(item.data, "task_id", (int, str), "")
         trial = item.get(item.data, "trial", int, "")
@@ -226,7 +225,7 @@ def _episode(item: _Item, n: int, named: str | None, domain_arg: str | None) -> 
     info = item.get(data, "info", dict, "")
     reward = item.get(data, "reward", (int, float), "")
     traj = item.get(data, "traj", list, "")
-    task = item.get(info, "task", dict, "info.", required=False) or {}
+    task = item.get(info, "task", dict, "info.")
     stated = data.get("domain") or data.get("env") or info.get("domain") or info.get("env")
     domain = stated if isinstance(stated, str) and stated else named
     if domain and domain_arg and domain != domain_arg:

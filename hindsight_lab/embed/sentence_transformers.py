@@ -56,6 +56,9 @@ def _no_loading_bar() -> Iterator[None]:
             hf_logging.enable_progress_bar()
 
 
+_CHARS_PER_TOKEN = 100
+
+
 class SentenceTransformerEmbedder(BaseEmbedder):
     """Embeds texts with a sentence-transformers model, offline, with an LRU cache for queries.
 
@@ -158,6 +161,11 @@ class SentenceTransformerEmbedder(BaseEmbedder):
         model = self.load()
         if not texts:
             return np.zeros((0, self.dim), dtype=np.float32)
+        # The model reads its first max_seq_length tokens only, but the tokenizer would first split the whole text:
+        # a 6 MB text cost 1.43 GB. A token spans at most _CHARS_PER_TOKEN characters of a text whose words are
+        # shorter than that (WordPiece makes a longer word one [UNK]), so for such texts the cut changes nothing.
+        cap = int(getattr(model, "max_seq_length", None) or 512) * _CHARS_PER_TOKEN
+        texts = [t[:cap] for t in texts]
         vectors = model.encode(texts, batch_size=self.batch_size, show_progress_bar=False,
                                convert_to_numpy=True, normalize_embeddings=bool(self.normalize))
         return np.asarray(vectors, dtype=np.float32)

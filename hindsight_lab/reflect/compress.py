@@ -76,20 +76,23 @@ class CompressedEpisode:
         parts = set((self.task_type or "").split("+"))
         return tuple(t for t in self.tools if t in parts)
 
-    def to_text(self, max_chars: int = 2000) -> str:
+    def to_text(self, max_chars: int = 2000, *, brief: bool = False) -> str:
         """A bounded plain-text rendering (what an LLM reflector reads).
 
         The outcome, errors, decisions, final answer and feedback are kept whole where they fit; the tool-call line
         gets the room left and loses calls from its middle first, so a long episode never loses its errors.
+        ``brief`` leaves out the decisions, final answer and feedback (how a related episode is shown: what it was
+        asked, what it called, where it failed, how it ended).
         """
         head = [f"episode {self.episode_id}" + (f" (task {self.task_id})" if self.task_id else ""),
                 f"instruction: {self.instruction}",
                 f"task_type (from tools used): {self.task_type or 'none'}",
                 f"outcome: {self.outcome}" + (f" ({self.failure_cause})" if self.failure_cause else "")]
         tail = [f"error at step {n} ({tool}): {err}" for n, tool, err in self.errors]
-        tail += [f"decision: {d}" for d in self.decisions]
-        tail += [f"final answer: {self.final_answer}"] if self.final_answer else []
-        tail += [f"user feedback: {f}" for f in self.feedback]
+        if not brief:
+            tail += [f"decision: {d}" for d in self.decisions]
+            tail += [f"final answer: {self.final_answer}"] if self.final_answer else []
+            tail += [f"user feedback: {f}" for f in self.feedback]
         fixed = "\n".join(head + tail)
         room = max_chars - len(fixed) - len("\ntool calls: ")
         calls = list(self.calls)

@@ -3,33 +3,32 @@
 Configured by ``LabConfig.reflect.llm``, separately from the agent's own model (article §3.4). It sees the compressed
 episode plus related earlier episodes (:mod:`hindsight_lab.reflect.prompts`) and its answer is parsed and validated
 by :mod:`hindsight_lab.reflect.schema`. It never raises for a bad answer or a failing provider: the result is then a
-:class:`~hindsight_lab.reflect.schema.Rejection` and the run goes on. It raises only for what no retry can fix on
-this machine: litellm not installed (``MissingDependencyError``) or ``api_key_env`` naming a variable that is not set
-(``ReflectorError``).
+:class:`~hindsight_lab.reflect.schema.Rejection` with its reason and the run goes on. It raises only for what no
+retry can fix on this machine: litellm not installed (``MissingDependencyError``) or ``api_key_env`` naming a
+variable that is not set (``ReflectorError``).
 
-Faults. LiteLLM's own retries are switched off (``num_retries=0, max_retries=0``); this class retries by itself, up
-to ``max_retries`` times with exponential backoff (``backoff_s``, doubled after each retry; ``sleep`` is injectable),
-on HTTP 5xx, 408, 429 (honouring ``Retry-After``, capped at ``max_retry_after_s``), timeouts and connection errors.
-Any other 4xx is not retried. One exception: when ``json_mode`` is on and the provider answers 400 about
-``response_format``, the call is repeated once without it and the reflector remembers not to send it again.
-What LiteLLM 1.x raises here (measured against a stdlib server, ``openai/`` provider): HTTP 500 →
-``litellm.InternalServerError``, 503 → ``litellm.ServiceUnavailableError``, 429 → ``litellm.RateLimitError``, a read
-timeout → ``litellm.Timeout``, a refused connection → ``litellm.InternalServerError`` (status 500, with
-``openai.APIConnectionError`` in its cause chain), and a missing API key → ``litellm.InternalServerError`` (status
-500, but no HTTP answer at all) — so faults are classified from the exception's cause chain and whether an HTTP
-answer came back, not from the exception class alone.
+Fitting the model. Every request is sized to the model's context before it is sent (:mod:`.budget`): related
+episodes are dropped, then the episode's text cut, before an episode is given up as ``prompt_too_long``; episodes
+share a call only while it fits. The model is asked only for the judgement (:data:`~hindsight_lab.reflect.prompts.
+JUDGEMENT_FIELDS`): the episode's task_type, outcome and id are the system's, filled in on validation. Structured
+output (``output``): ``auto`` asks for a JSON schema (llama.cpp, vLLM and OpenAI take it), and a provider that
+answers 400 about it is asked with ``json_object`` next, then with plain text — a downgrade the reflector remembers.
 
-Batches. :meth:`LiteLLMReflector.reflect_batch` sends ``batch_size`` episodes per call and asks for
-``{"reflections": [...]}``; reflections are mapped back by ``episode_id`` (else by their position), and an episode
-the answer leaves out is rejected ``missing_field``. When a batch answer cannot be parsed at all, each of its
-episodes is reflected on once more in its own call (the fallback is logged and shows in ``calls``); when the batch
-call itself fails after its retries, every episode in it is rejected ``reflector_error`` (more calls to a failing
-provider would not help).
+Time. ``timeout_s`` is the budget of one reflection (of a batch call: per episode in it), retries included: each
+attempt gets what is left of it, and a timeout is never retried (against a slow local model another attempt only
+multiplies the wait). HTTP 5xx, 408, 429 (honouring ``Retry-After``, capped at ``max_retry_after_s``) and refused
+connections are retried, up to ``max_retries`` times with exponential backoff, while the budget lasts; a prompt over
+the context window and any other 4xx are not (:mod:`.faults`).
 
-Usage. Every logical call (retries included) appends to :attr:`LiteLLMReflector.calls` a dict with ``model``,
-``prompt_tokens``, ``completion_tokens``, ``cost_usd`` (LiteLLM's ``response_cost``, else ``completion_cost``, else
-None), ``latency_s`` (wall time of the call including retries and backoff), ``attempts`` (HTTP requests made),
-``status`` ("ok" or the exception class name) and ``batch_size``; :meth:`usage_summary` totals them.
+Batches. :meth:`LiteLLMReflector.reflect_batch` asks for ``{"reflections": [...]}``; reflections are mapped back by
+``episode_id`` (else by position), and an episode the answer leaves out is rejected ``missing_field``. An answer that
+cannot be parsed at all sends each of its episodes again in its own call; a batch call that fails rejects every
+episode in it.
+
+Usage. Every logical call appends to :attr:`LiteLLMReflector.calls` a dict with ``model``, ``prompt_tokens``,
+``completion_tokens``, ``cost_usd`` (None for an unpriced local model), ``latency_s`` (retries and backoff
+included), ``attempts``, ``status`` ("ok" or the fault's class name), ``batch_size`` and ``output``;
+:meth:`usage_summary` totals them.
 
 Examples:
     >>> from hindsight_lab.config import ReflectConfig
@@ -41,18 +40,18 @@ Examples:
 from __future__ import annotations
 
 import dataclasses
-import email.utils
 import logging
 import os
 import time
 from typing import Any, Callable, Mapping, Sequence
-from urllib.parse import urlsplit, urlunsplit
 
-from .._env import set_offline_defaults
-from ..config import ReflectConfig, ReflectionRulesConfig
-from ..errors import ConfigError, MissingDependencyError, ReflectorError
+from ..config import ReflectConfig, ReflectionRulesConfig, shown_env_name
+from ..errors import ConfigError, ReflectorError
+from ..store.guard import public_url
+from .budget import Fitted, context_tokens, fit_one, pack
 from .compress import CompressedEpisode
-from .prompts import build_batch_messages, build_messages
+from .faults import Fault, classify, litellm_module
+from .prompts import BATCH_JSON_SCHEMA, REFLECTION_JSON_SCHEMA, build_batch_messages, build_messages
 from .registry import register
 from .schema import Reflection, Rejection, extract_json, validate_reflection
 
@@ -61,147 +60,39 @@ logger = logging.getLogger(__name__)
 Item = tuple[CompressedEpisode, Sequence[CompressedEpisode]]
 Result = Reflection | Rejection
 
-_RETRY_STATUS = frozenset({408, 429})
-
-
-def _litellm() -> Any:
-    """Import litellm lazily, after the offline defaults (its import otherwise fetches a cost map)."""
-    set_offline_defaults()
-    try:
-        import litellm
-    except ImportError as exc:
-        raise MissingDependencyError("the litellm reflector needs the `litellm` package: pip install litellm") from exc
-    # LiteLLM prints a "Give Feedback / Get Help" banner to stdout on every exception; the library does not print.
-    litellm.suppress_debug_info = True
-    return litellm
-
-
-@dataclasses.dataclass(frozen=True, slots=True)
-class _Fault:
-    kind: str  # exception class name, e.g. "RateLimitError"
-    detail: str
-    retry: bool
-    retry_after: float | None = None
-    status: int | None = None
-    response_format: bool = False  # a 400 that complains about response_format
+OUTPUTS = ("json_schema", "json_object", "text")
+"""Structured-output requests, from the most constrained down; ``auto`` starts at the first."""
+_REASONS = {"context_window": "prompt_too_long", "timeout": "timed_out"}
 
 
 @dataclasses.dataclass(slots=True)
-class _Answer:
+class Answer:
+    """What one logical call came back with: the text, or the fault that ended it."""
+
     content: str | None = None
     finish_reason: str | None = None
-    fault: _Fault | None = None
-
-
-def _chain(exc: BaseException) -> list[BaseException]:
-    out: list[BaseException] = []
-    cur: BaseException | None = exc
-    while cur is not None and cur not in out and len(out) < 10:
-        out.append(cur)
-        cur = cur.__cause__ or cur.__context__
-    return out
-
-
-def _headers(exc: BaseException) -> Mapping[str, str]:
-    for candidate in (getattr(exc, "litellm_response_headers", None),
-                      getattr(getattr(exc, "response", None), "headers", None)):
-        if candidate:
-            return candidate
-    return {}
-
-
-def _retry_after(headers: Mapping[str, str]) -> float | None:
-    """Seconds from ``retry-after-ms`` / ``Retry-After`` (seconds or an HTTP date); None if absent or unreadable."""
-    get = getattr(headers, "get", None)
-    if get is None:
-        return None
-    ms = get("retry-after-ms")
-    if ms is not None:
-        try:
-            return max(float(ms) / 1000.0, 0.0)
-        except ValueError:
-            pass
-    value = get("retry-after")
-    if value is None:
-        return None
-    try:
-        return max(float(value), 0.0)
-    except ValueError:
-        try:
-            when = email.utils.parsedate_to_datetime(value)
-        except (TypeError, ValueError):
-            return None
-        return max(when.timestamp() - time.time(), 0.0)
-
-
-def _classify(exc: BaseException, secret: str | None) -> _Fault:
-    """Decide whether a failed call is worth retrying (see the module docstring for what LiteLLM raises)."""
-    import httpx
-    import openai
-
-    kind = type(exc).__name__
-    detail = " ".join(str(exc).split())[:500]
-    if secret:
-        detail = detail.replace(secret, "***")
-    chain = _chain(exc)
-    if any(isinstance(e, (openai.APITimeoutError, httpx.TimeoutException, TimeoutError)) for e in chain):
-        return _Fault(kind, detail, retry=True)
-    if any(isinstance(e, httpx.UnsupportedProtocol) for e in chain):  # a malformed api_base: no retry helps
-        return _Fault(kind, detail, retry=False)
-    if any(isinstance(e, (openai.APIConnectionError, httpx.TransportError, ConnectionError)) for e in chain):
-        return _Fault(kind, detail, retry=True)
-    status: int | None = None
-    for e in chain:  # the status of a real HTTP answer, if one came back
-        if type(e).__module__.startswith("litellm"):
-            continue  # LiteLLM's own exceptions subclass openai.APIStatusError even when nothing was sent
-        if isinstance(e, openai.APIStatusError):
-            status = e.status_code
-            break
-        if isinstance(e, httpx.HTTPStatusError):
-            status = e.response.status_code
-            break
-    if status is None and getattr(exc, "litellm_response_headers", None) is not None:
-        status = getattr(exc, "status_code", None)
-    litellm = _litellm()
-    if status is None and isinstance(exc, litellm.RateLimitError):
-        status = 429
-    if status is None:
-        # No HTTP answer and no transport error: a client-side failure (e.g. missing credentials) that LiteLLM
-        # reports as a 500; retrying cannot fix it.
-        return _Fault(kind, detail, retry=False)
-    retry_after = _retry_after(_headers(exc)) if status in (429, 503) else None
-    bad_format = status == 400 and "response_format" in detail.lower()
-    return _Fault(kind, detail, retry=status >= 500 or status in _RETRY_STATUS, retry_after=retry_after,
-                  status=status, response_format=bad_format)
-
-
-def _public_url(url: str | None) -> str | None:
-    """A URL without user info, query or fragment (which may carry credentials)."""
-    if not url:
-        return url
-    parts = urlsplit(url)
-    host = parts.hostname or ""
-    netloc = f"{host}:{parts.port}" if parts.port else host
-    return urlunsplit((parts.scheme, netloc, parts.path, "", ""))
+    fault: Fault | None = None
 
 
 @register("litellm")
 class LiteLLMReflector:
-    """Reflect with any LiteLLM model; bounded retries, batch reflection, per-call usage.
+    """Reflect with any LiteLLM model, sized to its context, within a time budget, in batches, with usage.
 
     Args:
         model: LiteLLM model string, e.g. ``openai/gpt-4o-mini`` or ``openai/x`` with ``api_base``.
         api_base: base URL of an OpenAI-compatible server; None for the provider's default.
         api_key_env: name of the environment variable holding the API key; None lets LiteLLM use its defaults.
         temperature: sampling temperature.
-        max_tokens: completion token limit per reflection (times the batch size for a batch call).
-        timeout_s: timeout of one HTTP call.
-        max_retries: retries after a failed call (5xx, 408, 429, timeout, connection error).
+        max_tokens: completion token limit per reflection (times the episodes of a batch call).
+        timeout_s: time budget of one reflection, retries included (a batch call: per episode).
+        max_retries: retries after a failed call (5xx, 408, 429, connection error) within the budget.
         backoff_s: first backoff delay, doubled after each retry.
-        batch_size: episodes per call in :meth:`reflect_batch`.
-        json_mode: send ``response_format={"type": "json_object"}``.
+        batch_size: most episodes per call in :meth:`reflect_batch`.
+        output: ``auto``, ``json_schema``, ``json_object`` or ``text`` (see the module docstring).
+        json_mode: False sends no ``response_format`` at all (the earlier switch; ``output: text`` says the same).
+        context_tokens: the model's context window; None: what LiteLLM knows of the model, else 4,096.
         rules: validation bounds (``ReflectionRulesConfig`` or its dict form); None for the defaults.
-        max_chars: bound on each rendered episode (``reflect.compress.max_chars``).
+        max_chars: bound on each rendered episode (``reflect.compress.max_chars``) before any shrinking.
         max_retry_after_s: cap on a server's ``Retry-After``.
         sleep: the function that waits between retries (tests inject a recorder).
 
@@ -216,9 +107,9 @@ class LiteLLMReflector:
     def __init__(self, model: str = "openai/gpt-4o-mini", *, api_base: str | None = None,
                  api_key_env: str | None = None, temperature: float = 0.0, max_tokens: int = 800,
                  timeout_s: float = 30.0, max_retries: int = 2, backoff_s: float = 1.0, batch_size: int = 4,
-                 json_mode: bool = True, rules: ReflectionRulesConfig | Mapping[str, Any] | None = None,
-                 max_chars: int = 2000, max_retry_after_s: float = 30.0,
-                 sleep: Callable[[float], None] | None = None) -> None:
+                 output: str = "auto", json_mode: bool = True, context_tokens: int | None = None,
+                 rules: ReflectionRulesConfig | Mapping[str, Any] | None = None, max_chars: int = 2000,
+                 max_retry_after_s: float = 30.0, sleep: Callable[[float], None] | None = None) -> None:
         self.model = model
         self.api_base = api_base
         self.api_key_env = api_key_env
@@ -228,7 +119,9 @@ class LiteLLMReflector:
         self.max_retries = max_retries
         self.backoff_s = backoff_s
         self.batch_size = batch_size
+        self.output = output
         self.json_mode = json_mode
+        self.context_tokens = context_tokens
         self.rules = rules
         self.max_chars = max_chars
         self.max_retry_after_s = max_retry_after_s
@@ -242,36 +135,111 @@ class LiteLLMReflector:
         args: dict[str, Any] = dict(model=llm.model, api_base=llm.api_base, api_key_env=llm.api_key_env,
                                     temperature=llm.temperature, max_tokens=llm.max_tokens, timeout_s=llm.timeout_s,
                                     max_retries=llm.max_retries, backoff_s=llm.backoff_s, batch_size=llm.batch_size,
-                                    json_mode=llm.json_mode, rules=cfg.rules, max_chars=cfg.compress.max_chars)
+                                    output=llm.output, json_mode=llm.json_mode, context_tokens=llm.context_tokens,
+                                    rules=cfg.rules, max_chars=cfg.compress.max_chars)
         args.update(kwargs)
         return cls(**args)
 
     def describe(self) -> dict[str, Any]:
         """``{"name", "args"}`` for run logs; ``registry.build`` rebuilds the reflector from it. No secrets."""
         return {"name": self.registry_name, "args": {
-            "model": self.model, "api_base": _public_url(self.api_base), "api_key_env": self.api_key_env,
+            "model": self.model, "api_base": public_url(self.api_base), "api_key_env": self.api_key_env,
             "temperature": self.temperature, "max_tokens": self.max_tokens, "timeout_s": self.timeout_s,
             "max_retries": self.max_retries, "backoff_s": self.backoff_s, "batch_size": self.batch_size,
-            "json_mode": self.json_mode, "rules": self._rules().model_dump(mode="json"),
-            "max_chars": self.max_chars, "max_retry_after_s": self.max_retry_after_s}}
+            "output": self.output, "json_mode": self.json_mode, "context_tokens": self.context_tokens,
+            "rules": self._rules().model_dump(mode="json"), "max_chars": self.max_chars,
+            "max_retry_after_s": self.max_retry_after_s}}
 
     # -- public API ------------------------------------------------------------------------------------------
     def reflect(self, episode: CompressedEpisode, related: Sequence[CompressedEpisode]) -> Result:
         """Reflect on one compressed episode, given related earlier ones."""
-        self._check()
-        messages = build_messages(episode, related, self.max_chars)
-        answer = self._complete(messages, self.max_tokens, batch_size=1)
-        return self._single_result(answer, episode.episode_id)
+        return self.reflect_batch([(episode, related)])[0]
 
     def reflect_batch(self, items: Sequence[Item]) -> list[Result]:
-        """Reflect on several episodes, ``batch_size`` per call; results in the order of ``items``."""
+        """Reflect on several episodes, as many per call as fit (at most ``batch_size``); in the order given."""
         self._check()
-        items = list(items)
-        out: list[Result] = []
-        for start in range(0, len(items), self.batch_size):
-            chunk = items[start:start + self.batch_size]
-            out.extend(self._reflect_chunk(chunk))
-        return out
+        context = context_tokens(self.model, self.context_tokens)
+        out: list[Result | None] = [None] * len(items)
+        fitted: list[Fitted] = []
+        for i, (ep, related) in enumerate(items):
+            f, tokens = fit_one(ep, related, model=self.model, context=context, max_tokens=self.max_tokens,
+                                max_chars=self.max_chars)
+            if f is None:
+                out[i] = Rejection("prompt_too_long", f"{tokens} prompt tokens with no related episode and the text "
+                                   f"cut to its shortest: over the context of {context} tokens less "
+                                   f"{self.max_tokens} for the answer (reflect.llm.context_tokens, max_tokens)",
+                                   "", ep.episode_id)
+            else:
+                fitted.append(f)
+        position = {id(f): i for i, f in zip((i for i, r in enumerate(out) if r is None), fitted)}
+        for group in pack(fitted, model=self.model, context=context, max_tokens=self.max_tokens,
+                          batch_size=self.batch_size):
+            for f, result in zip(group, self._call(group)):
+                out[position[id(f)]] = result
+        return [r for r in out if r is not None]
+
+    def complete(self, messages: list[dict[str, str]], max_tokens: int, *, batch_size: int = 1,
+                 schema: Mapping[str, Any] | None = None) -> Answer:
+        """One logical call within the time budget; records usage; never raises for a provider fault."""
+        litellm = litellm_module()
+        api_key = self._api_key()
+        sleep = self.sleep or time.sleep
+        t0 = time.perf_counter()
+        deadline = t0 + float(self.timeout_s) * batch_size
+        attempts = retries = 0
+        delay = float(self.backoff_s)
+        record: dict[str, Any] = {"model": self.model, "prompt_tokens": None, "completion_tokens": None,
+                                  "cost_usd": None, "latency_s": 0.0, "attempts": 0, "status": "ok",
+                                  "batch_size": batch_size, "output": None}
+        answer = Answer()
+        while True:
+            remaining = deadline - time.perf_counter()
+            if remaining <= 0:
+                answer.fault = Fault("Timeout", f"the reflection's budget of {self.timeout_s * batch_size:g} s "
+                                     "ran out (reflect.llm.timeout_s)", retry=False, cause="timeout")
+                record["status"] = "Timeout"
+                break
+            attempts += 1
+            kwargs: dict[str, Any] = dict(model=self.model, messages=messages, temperature=self.temperature,
+                                          max_tokens=max_tokens, timeout=remaining, num_retries=0, max_retries=0)
+            if self.api_base:
+                kwargs["api_base"] = self.api_base
+            if api_key:
+                kwargs["api_key"] = api_key
+            fmt = self._response_format(schema)
+            record["output"] = self._output()
+            if fmt is not None:
+                kwargs["response_format"] = fmt
+            try:
+                response = litellm.completion(**kwargs)
+            except Exception as exc:  # noqa: BLE001 - every provider fault becomes a Rejection
+                fault = classify(exc, api_key)
+                if fault.cause == "response_format" and self._downgrade():
+                    continue
+                wait = delay if fault.retry_after is None else min(fault.retry_after, self.max_retry_after_s)
+                if fault.retry and retries < self.max_retries and time.perf_counter() + wait < deadline:
+                    logger.info("reflector call failed (%s, attempt %d/%d); retrying in %.2fs", fault.kind,
+                                retries + 1, self.max_retries + 1, wait)
+                    retries, delay = retries + 1, delay * 2
+                    if wait > 0:
+                        sleep(wait)
+                    continue
+                what = f"after {attempts} attempts" if retries else "(not retried)"
+                if fault.cause == "timeout":
+                    what = f"after {time.perf_counter() - t0:.1f} s of a {self.timeout_s * batch_size:g} s budget"
+                answer.fault = dataclasses.replace(fault, detail=f"{fault.kind} {what}: {fault.detail}")
+                record["status"] = fault.kind
+                logger.warning("reflector call failed %s: %s", what, fault.detail)
+                break
+            self._read_usage(litellm, response, record)
+            choice = response.choices[0] if getattr(response, "choices", None) else None
+            answer.content = getattr(getattr(choice, "message", None), "content", None)
+            answer.finish_reason = getattr(choice, "finish_reason", None)
+            break
+        record["attempts"] = attempts
+        record["latency_s"] = time.perf_counter() - t0
+        self.calls.append(record)
+        return answer
 
     def usage_summary(self) -> dict[str, Any]:
         """Totals over :attr:`calls` (``cost_usd`` sums the known costs; None when no call had one)."""
@@ -290,6 +258,66 @@ class LiteLLMReflector:
         }
 
     # -- internals -------------------------------------------------------------------------------------------
+    def _call(self, group: list[Fitted]) -> list[Result]:
+        """One call for a group of fitted episodes, its answer validated per episode."""
+        ids = [f.episode.episode_id for f in group]
+        if len(group) == 1:
+            f = group[0]
+            answer = self.complete(build_messages(f.episode, f.related, f.chars), self.max_tokens,
+                                   schema=REFLECTION_JSON_SCHEMA)
+            if answer.fault is not None:
+                return [self._failed(answer.fault, ids[0])]
+            return [self._validate(answer.content or "", f.episode, answer)]
+        answer = self.complete(build_batch_messages([f.item() for f in group]), self.max_tokens * len(group),
+                               batch_size=len(group), schema=BATCH_JSON_SCHEMA)
+        if answer.fault is not None:
+            return [self._failed(answer.fault, eid) for eid in ids]
+        entries = self._parse_batch(answer.content or "")
+        if entries is None:  # an unreadable batch answer: each episode once more in its own call
+            logger.warning("batch answer for %d episodes could not be parsed; reflecting on each separately",
+                           len(group))
+            return [self._call([f])[0] for f in group]
+        assigned = self._assign(entries, ids)
+        return [self._validate(assigned[i], f.episode, answer) if i in assigned else
+                Rejection("missing_field", f"the batch answer has no reflection for episode {f.episode.episode_id!r}",
+                          (answer.content or "")[:2000], f.episode.episode_id)
+                for i, f in enumerate(group)]
+
+    def _validate(self, raw: Any, episode: CompressedEpisode, answer: Answer) -> Result:
+        """Validate with the fields the system knows filled in: the episode's task_type and outcome."""
+        result = validate_reflection(raw, self._rules(), episode_id=episode.episode_id,
+                                     known={"task_type": episode.task_type, "outcome": episode.outcome})
+        if isinstance(result, Rejection) and result.reason == "invalid_json" and answer.finish_reason == "length":
+            return dataclasses.replace(result, detail=result.detail + " (the answer was cut at max_tokens: "
+                                       "raise reflect.llm.max_tokens)")
+        return result
+
+    @staticmethod
+    def _failed(fault: Fault, episode_id: str) -> Rejection:
+        return Rejection(_REASONS.get(fault.cause, "reflector_error"), fault.detail, "", episode_id)
+
+    def _output(self) -> str:
+        """The structured-output request in use (``auto`` starts at the most constrained one)."""
+        if not self.json_mode:
+            return "text"
+        return getattr(self, "output_", None) or (OUTPUTS[0] if self.output == "auto" else self.output)
+
+    def _response_format(self, schema: Mapping[str, Any] | None) -> dict[str, Any] | None:
+        mode = self._output()
+        if mode == "json_schema" and schema is not None:
+            name = "reflections" if "reflections" in schema.get("properties", {}) else "reflection"
+            return {"type": "json_schema", "json_schema": {"name": name, "schema": dict(schema)}}
+        return {"type": "json_object"} if mode in ("json_schema", "json_object") else None
+
+    def _downgrade(self) -> bool:
+        """After a 400 about the structured-output request: ask with the next, looser one (remembered)."""
+        mode = self._output()
+        if mode == "text":
+            return False
+        self.output_ = OUTPUTS[OUTPUTS.index(mode) + 1]
+        logger.info("%s refused response_format %s; asking with %s from now on", self.model, mode, self.output_)
+        return True
+
     def _rules(self) -> ReflectionRulesConfig:
         if self.rules is None:
             return ReflectionRulesConfig()
@@ -312,6 +340,12 @@ class LiteLLMReflector:
             value = getattr(self, name)
             if not isinstance(value, (int, float)) or value < 0 or (name == "timeout_s" and value == 0):
                 problems.append(f"{name} must be a number {'> 0' if name == 'timeout_s' else '>= 0'}, got {value!r}")
+        if self.output not in ("auto", *OUTPUTS):
+            problems.append(f"output must be one of {['auto', *OUTPUTS]}, got {self.output!r}")
+        if self.context_tokens is not None and (not isinstance(self.context_tokens, int)
+                                                or self.context_tokens <= self.max_tokens):
+            problems.append(f"context_tokens must be an integer above max_tokens ({self.max_tokens}), got "
+                            f"{self.context_tokens!r}")
         if problems:
             raise ConfigError("LiteLLMReflector: " + "; ".join(problems) + " (reflect.llm in the config)")
         self._rules()
@@ -322,68 +356,10 @@ class LiteLLMReflector:
             return None
         key = os.environ.get(self.api_key_env)
         if not key:
-            raise ReflectorError(f"reflect.llm.api_key_env names the environment variable {self.api_key_env!r}, "
-                                 "which is not set or empty: export it, or set api_key_env to null for a server "
-                                 "that needs no key")
+            raise ReflectorError("reflect.llm.api_key_env names the environment variable "
+                                 f"{shown_env_name(self.api_key_env)}, which is not set or empty: export it, or set "
+                                 "api_key_env to null for a server that needs no key")
         return key
-
-    def _complete(self, messages: list[dict[str, str]], max_tokens: int, *, batch_size: int) -> _Answer:
-        """One logical call with bounded retries; records usage; never raises for a provider fault."""
-        litellm = _litellm()
-        api_key = self._api_key()
-        sleep = self.sleep or time.sleep
-        json_mode = self.json_mode and getattr(self, "json_mode_supported_", True)
-        t0 = time.perf_counter()
-        attempts = retries = 0
-        delay = float(self.backoff_s)
-        record: dict[str, Any] = {"model": self.model, "prompt_tokens": None, "completion_tokens": None,
-                                  "cost_usd": None, "latency_s": 0.0, "attempts": 0, "status": "ok",
-                                  "batch_size": batch_size}
-        answer = _Answer()
-        while True:
-            attempts += 1
-            kwargs: dict[str, Any] = dict(model=self.model, messages=messages, temperature=self.temperature,
-                                          max_tokens=max_tokens, timeout=self.timeout_s, num_retries=0,
-                                          max_retries=0)
-            if self.api_base:
-                kwargs["api_base"] = self.api_base
-            if api_key:
-                kwargs["api_key"] = api_key
-            if json_mode:
-                kwargs["response_format"] = {"type": "json_object"}
-            try:
-                response = litellm.completion(**kwargs)
-            except Exception as exc:  # noqa: BLE001 - every provider fault becomes a Rejection
-                fault = _classify(exc, api_key)
-                if json_mode and fault.response_format:
-                    logger.info("%s rejected response_format; retrying without it from now on", self.model)
-                    json_mode = False
-                    self.json_mode_supported_ = False
-                    continue
-                if fault.retry and retries < self.max_retries:
-                    wait = delay if fault.retry_after is None else min(fault.retry_after, self.max_retry_after_s)
-                    logger.info("reflector call failed (%s, attempt %d/%d); retrying in %.2fs", fault.kind,
-                                retries + 1, self.max_retries + 1, wait)
-                    retries += 1
-                    delay *= 2
-                    if wait > 0:
-                        sleep(wait)
-                    continue
-                what = "after %d attempts" % attempts if fault.retry else "(not retried)"
-                answer.fault = dataclasses.replace(fault, detail=f"{fault.kind} {what}: {fault.detail}")
-                record["status"] = fault.kind
-                logger.warning("reflector call failed %s: %s", what, fault.detail)
-                break
-            self._read_usage(litellm, response, record)
-            choice = response.choices[0] if getattr(response, "choices", None) else None
-            message = getattr(choice, "message", None)
-            answer.content = getattr(message, "content", None)
-            answer.finish_reason = getattr(choice, "finish_reason", None)
-            break
-        record["attempts"] = attempts
-        record["latency_s"] = time.perf_counter() - t0
-        self.calls.append(record)
-        return answer
 
     @staticmethod
     def _read_usage(litellm: Any, response: Any, record: dict[str, Any]) -> None:
@@ -397,45 +373,6 @@ class LiteLLMReflector:
             except Exception:  # noqa: BLE001 - an unmapped model (local servers) has no known price
                 cost = None
         record["cost_usd"] = float(cost) if cost is not None else None
-
-    def _single_result(self, answer: _Answer, episode_id: str) -> Result:
-        if answer.fault is not None:
-            return Rejection("reflector_error", answer.fault.detail, "", episode_id)
-        result = validate_reflection(answer.content or "", self._rules(), episode_id=episode_id)
-        return self._explain_truncation(result, answer)
-
-    @staticmethod
-    def _explain_truncation(result: Result, answer: _Answer) -> Result:
-        if isinstance(result, Rejection) and result.reason == "invalid_json" and answer.finish_reason == "length":
-            return dataclasses.replace(result, detail=result.detail + " (the answer was cut at max_tokens: "
-                                       "raise reflect.llm.max_tokens)")
-        return result
-
-    def _reflect_chunk(self, chunk: list[Item]) -> list[Result]:
-        if len(chunk) == 1:
-            return [self.reflect(*chunk[0])]
-        ids = [ep.episode_id for ep, _ in chunk]
-        messages = build_batch_messages(chunk, self.max_chars)
-        answer = self._complete(messages, self.max_tokens * len(chunk), batch_size=len(chunk))
-        if answer.fault is not None:
-            return [Rejection("reflector_error", answer.fault.detail, "", eid) for eid in ids]
-        entries = self._parse_batch(answer.content or "")
-        if entries is None:
-            # Fallback (documented): an unparsable batch answer → one call per episode, once.
-            logger.warning("batch answer for %d episodes could not be parsed; reflecting on each separately",
-                           len(chunk))
-            return [self.reflect(ep, rel) for ep, rel in chunk]
-        assigned = self._assign(entries, ids)
-        rules = self._rules()
-        out: list[Result] = []
-        for i, eid in enumerate(ids):
-            entry = assigned.get(i)
-            if entry is None:
-                out.append(Rejection("missing_field", f"the batch answer has no reflection for episode {eid!r}",
-                                     (answer.content or "")[:2000], eid))
-            else:
-                out.append(self._explain_truncation(validate_reflection(entry, rules, episode_id=eid), answer))
-        return out
 
     @staticmethod
     def _parse_batch(content: str) -> list[Any] | None:

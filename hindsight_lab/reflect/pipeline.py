@@ -32,9 +32,13 @@ class MemoryOps(Protocol):
 
     def write(self, content: str, **fields: Any) -> WriteResult: ...
 
+    def stored_episode(self, episode_id: str) -> MemoryRecord | None: ...
+
+    def derived_from(self, episode_id: str) -> bool: ...
+
     def _write_episode_records(self, eps: Sequence["Episode"], given: Sequence[str | None], now: datetime,
                                compressed: Sequence[CompressedEpisode] | None = None,
-                               reflected: Sequence[str | None] | None = None) -> list[MemoryRecord]: ...
+                               decisions: Sequence[TriggerDecision] | None = None) -> list[MemoryRecord]: ...
 
 logger = logging.getLogger(__name__)
 
@@ -104,6 +108,18 @@ def compressed_from_record(rec: MemoryRecord) -> CompressedEpisode:
         user_turns=int(a.get("user_turns", 0)), error_calls=tuple(int(i) for i in a.get("error_calls", ())))
 
 
+PENDING = "pending"
+"""``attrs.reflection`` of an episode record written before its reflector answered."""
+
+
+def stored_decision(rec: MemoryRecord) -> TriggerDecision:
+    """The trigger decision a stored episode record was written with (``attrs.decision``; records written before
+    it was kept: ``attrs.reflected``, the reflecting reason, or none)."""
+    a = rec.attrs or {}
+    reason = a.get("decision") or a.get("reflected") or a.get("rejected") and "rejected" or "stored"
+    return TriggerDecision(reason in REFLECT_REASONS or bool(a.get("reflected")), reason)
+
+
 class ReflectionPipeline:
     """Owns the trigger policy and the reflector of one MemorySystem."""
 
@@ -131,25 +147,40 @@ class ReflectionPipeline:
         Within one call the decisions are made before the reflector answers, so an episode is decided as if the
         earlier reflections of the same call were accepted; a rejection is undone afterwards (the next call, or
         the next ``reflect``, may reflect on that signature again). One episode per call is exact.
+
+        **Idempotent.** An episode already stored (by episode id) is not decided again: its stored decision stands,
+        and the trigger state, rebuilt from the store when it was opened, already holds it. Its reflection is asked
+        again only when it was left pending — the episode record is written ``reflection: pending`` before the
+        reflector is asked and marked ``done`` or ``rejected`` after — and no candidate or rule holds it as a
+        source yet. So a run that was killed anywhere and run again on the same store ends as an uninterrupted one
+        would (with a deterministic reflector).
         """
         mem, cfg = self.mem, self.mem.config_
         staged = []
         for ep, tt in zip(episodes, task_types):
             when = ep.started_at or now
             comp = compress(ep, cfg.reflect.compress, cfg.episode.read_only_prefixes, task_type=tt)
-            decision = self.policy.decide(comp, when)
-            related = self.related(ep, when, cfg.reflect.related_k) if decision.reflect else []
-            record = mem._write_episode_records([ep], [tt], when, [comp],
-                                                [decision.reason if decision.reflect else None])[0]
-            self.policy.observe(comp, when, reflected=decision.reflect)
+            stored = mem.stored_episode(ep.episode_id)
+            if stored is None:
+                decision = self.policy.decide(comp, when)
+                ask = decision.reflect
+                related = self.related(ep, when, cfg.reflect.related_k) if ask else []
+                record = mem._write_episode_records([ep], [tt], when, [comp], [decision])[0]
+                self.policy.observe(comp, when, reflected=decision.reflect)
+            else:
+                decision, record = stored_decision(stored), stored
+                ask = decision.reflect and (stored.attrs or {}).get("reflection") == PENDING
+                if ask and mem.derived_from(ep.episode_id):  # its candidate was written: only the mark is missing
+                    record, ask = self._settle(record, "done"), False
+                related = self.related(ep, when, cfg.reflect.related_k) if ask else []
             self.stats.episodes += 1
             self.stats.decisions[decision.reason] += 1
-            staged.append((ep, comp, decision, related, record, when))
-        todo = [(comp, related) for _, comp, decision, related, _, _ in staged if decision.reflect]
+            staged.append((ep, comp, decision, ask, related, record, when))
+        todo = [(comp, related) for _, comp, _, ask, related, _, _ in staged if ask]
         answers = iter(self.reflector.reflect_batch(todo) if todo else [])
         outcomes = []
-        for ep, comp, decision, related, record, when in staged:
-            if not decision.reflect:
+        for ep, comp, decision, ask, related, record, when in staged:
+            if not ask:
                 outcomes.append(ReflectionOutcome(ep.episode_id, decision, record, comp))
                 continue
             answer = next(answers)
@@ -157,16 +188,22 @@ class ReflectionPipeline:
             if isinstance(answer, Rejection):
                 self.stats.rejections[answer.reason] += 1
                 self.policy.forget_reflection(comp, when)
-                record = replace(record, attrs={**record.attrs, "reflected": None, "rejected": answer.reason})
-                mem.store.update("episode", [record])
+                record = self._settle(record, "rejected", reflected=None, rejected=answer.reason)
                 outcomes.append(ReflectionOutcome(ep.episode_id, decision, record, comp, rel_ids,
                                                   rejection=answer))
                 continue
             write = self._write_candidate(ep, answer, when)
+            record = self._settle(record, "done")
             self.stats.writes[write.action] += 1
             self.stats.promotions += int(write.promoted)
             outcomes.append(ReflectionOutcome(ep.episode_id, decision, record, comp, rel_ids, answer, None, write))
         return outcomes
+
+    def _settle(self, record: MemoryRecord, state: str, **attrs: Any) -> MemoryRecord:
+        """Mark an episode record's reflection ``done`` or ``rejected`` (it was written ``pending``)."""
+        record = replace(record, attrs={**record.attrs, "reflection": state, **attrs})
+        self.mem.store.update("episode", [record])
+        return record
 
     def _write_candidate(self, ep: "Episode", refl: Reflection, now: datetime) -> WriteResult:
         fields = dict(task_type=refl.task_type, domain=ep.domain, confidence=refl.confidence,

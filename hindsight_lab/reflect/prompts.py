@@ -1,9 +1,11 @@
 """Prompts of the LiteLLM reflector (DESIGN §4, article §3.2–3.4).
 
 The system prompt explains the task — distil ONE reusable judgement from a compressed episode, for the next similar
-task — gives the exact JSON schema that :func:`hindsight_lab.reflect.schema.validate_reflection` checks, a worked
-example with good counter-examples and a bad example with the reason it would be rejected. The user prompt holds the
-compressed episode and the related earlier episodes (the source of counter-examples), each bounded in length.
+task — gives the JSON fields the model must fill (:data:`REFLECTION_JSON_SCHEMA`, also sent as structured output
+where the provider takes it), a good answer and a bad one. It is short on purpose (about 600 tokens): many local
+models run with a 4k–8k context. The episode's task_type, outcome and id are not asked for: the system knows them
+and fills them in. The user prompt holds the compressed episode and the related earlier episodes (the source of
+counter-examples), each bounded in length; :mod:`hindsight_lab.reflect.budget` shrinks both to fit the model.
 
 The batch variant numbers several episodes and asks for ``{"reflections": [...]}``, one object per episode, in
 order, each carrying its ``episode_id``.
@@ -21,104 +23,68 @@ Examples:
 
 from __future__ import annotations
 
-from typing import Sequence
+from typing import Any, Sequence
 
 from .compress import CompressedEpisode
 
 #: Bump when a prompt changes in a way that changes reflections (it is part of the reflector's run-log args).
-PROMPT_VERSION = 1
+PROMPT_VERSION = 2
 
 SCHEMA_TEXT = """\
 {
-  "task_type": string,                 // the task_type shown for the episode (from the tools used), or a short
-                                       // snake_case label when it is "none"
-  "outcome": "success" | "failure" | "partial",   // as recorded for the episode
-  "key_decision": string,              // the ONE decision that decided the outcome, with the tool/step it happened at
-  "why_it_worked_or_failed": string,   // the cause, in terms of what the agent knew or checked at that moment
-  "reusable_rule": string,             // an instruction for the NEXT similar task: concrete, actionable, 5+ words,
-                                       // at most 400 characters, naming the tools/fields/conditions involved
-  "confidence": number,                // 0.0 to 1.0: how sure you are the rule generalises (0.9+ only when the
-                                       // related episodes confirm it)
-  "counter_examples": [string, ...],   // at least one situation where the rule does NOT hold or must be adapted,
-                                       // taken from the related episodes (cite their episode id) or from general
-                                       // knowledge of the domain
-  "trigger": {                         // optional: when the rule must be shown even without a similar episode
-    "any": [string, ...],              // concrete keywords/phrases of a future user request (e.g. "refund")
-    "all": [string, ...],              // keywords that must all appear (usually [])
-    "task_types": [string, ...]        // task_type values as shown in the episodes, or [] for any
-  }
+  "key_decision": string,             // the ONE decision that decided the outcome, and the step it was taken at
+  "why_it_worked_or_failed": string,  // the cause: what the agent knew or checked at that moment
+  "reusable_rule": string,            // what to do in the NEXT similar task: concrete, 5+ words, at most 400
+                                      // characters, naming the tools, fields or conditions involved
+  "confidence": number,               // 0 to 1: how sure the rule generalises (0.9+ only if related episodes agree)
+  "counter_examples": [string, ...],  // 1+ situations where the rule does not hold (a related episode's id if any)
+  "trigger": {"any": [string, ...], "all": [string, ...], "task_types": [string, ...]}
+                                      // optional: words of a future request that should bring the rule up
 }"""
 
+JUDGEMENT_FIELDS = ("key_decision", "why_it_worked_or_failed", "reusable_rule", "confidence", "counter_examples")
+"""What the model is asked for; the episode's task_type and outcome (and episode_id) are filled in by the system."""
+
+_STR = {"type": "string"}
+_LIST = {"type": "array", "items": _STR}
+REFLECTION_JSON_SCHEMA = {
+    "type": "object",
+    "properties": {"key_decision": _STR, "why_it_worked_or_failed": _STR, "reusable_rule": _STR,
+                   "confidence": {"type": "number", "minimum": 0, "maximum": 1},
+                   "counter_examples": {**_LIST, "minItems": 1},
+                   "trigger": {"type": "object", "properties": {"any": _LIST, "all": _LIST, "task_types": _LIST}}},
+    "required": list(JUDGEMENT_FIELDS),
+}
+"""The JSON schema of one answer, for providers that take ``response_format`` of type ``json_schema``."""
+BATCH_JSON_SCHEMA = {
+    "type": "object", "required": ["reflections"],
+    "properties": {"reflections": {"type": "array", "items": {
+        **REFLECTION_JSON_SCHEMA, "properties": {"episode_id": _STR, **REFLECTION_JSON_SCHEMA["properties"]},
+        "required": ["episode_id", *JUDGEMENT_FIELDS]}}},
+}
+
 GOOD_EXAMPLE = """\
-{"task_type": "issue_refund",
- "outcome": "failure",
- "key_decision": "Called issue_refund at step 2 without reading the order status first.",
- "why_it_worked_or_failed": "Physical orders that are shipped or delivered can only be refunded after a return is opened; the agent learned the status only after the refund was rejected.",
+{"key_decision": "Called issue_refund at step 2 without reading the order status first.",
+ "why_it_worked_or_failed": "A shipped order can only be refunded after a return is opened; the agent saw the status only after the refund was rejected.",
  "reusable_rule": "Before issue_refund, call get_order and check the status: if a physical order is shipped or delivered, call create_return first and refund after it.",
  "confidence": 0.8,
- "counter_examples": [
-   "Digital goods such as e-books have no shipping status and can be refunded directly (ep-0377).",
-   "An order that is still pending was never shipped: cancel it instead of opening a return.",
-   "If the user already opened a return, refund right away instead of creating a second return (ep-0398 refunded right after create_return)."],
- "trigger": {"any": ["refund", "money back", "reimburse"], "all": [], "task_types": ["issue_refund", "create_return+issue_refund"]}}"""
+ "counter_examples": ["Digital goods have no shipping status and can be refunded directly (ep-0377).",
+                      "A pending order was never shipped: cancel it instead of opening a return."],
+ "trigger": {"any": ["refund", "money back"], "all": [], "task_types": ["issue_refund"]}}"""
 
 BAD_EXAMPLE = """\
-{"task_type": "issue_refund", "outcome": "failure", "key_decision": "refunded", "why_it_worked_or_failed": "mistake",
- "reusable_rule": "Be careful with refunds.", "confidence": 1.0, "counter_examples": []}"""
-
-WORKED_EXAMPLE = """\
-Compressed episode:
-episode ep-0412 (task t-88)
-instruction: I want my money back for order 1187, the blender arrived broken
-task_type (from tools used): issue_refund
-outcome: failure (strategy)
-tool calls: issue_refund(order_id=1187, amount=89.0) → get_order(order_id=1187)
-decision: before issue_refund: User wants a refund, issue it right away
-error at step 3 (issue_refund): refund rejected: order 1187 is shipped; open a return first
-final answer: Sorry, I cannot refund this order.
-
-Related earlier episodes:
-episode ep-0377 (task t-61)
-instruction: Please refund the e-book I bought yesterday, order 1042
-task_type (from tools used): issue_refund
-outcome: success
-tool calls: get_order(order_id=1042) → issue_refund(order_id=1042, amount=12.5)
-
-episode ep-0398 (task t-70)
-instruction: Return the headphones from order 1099 and refund me
-task_type (from tools used): create_return+issue_refund
-outcome: success
-tool calls: get_order(order_id=1099) → create_return(order_id=1099) → issue_refund(order_id=1099, amount=59.0)
-
-A good answer:
-{good}
-
-Why it is good: the rule names the tools and the condition to check, it would change what the agent does next
-time, and each counter-example marks a concrete boundary of the rule, two of them found in the related episodes.
-
-A bad answer (it would be REJECTED):
-{bad}
-
-Why it is rejected: "be careful" says nothing the agent can act on (rules that are only a generic phrase, shorter
-than 20 characters or 5 words are rejected as too generic), the key decision and cause name no step, confidence 1.0
-is unjustified by a single episode, and counter_examples is empty — a reflection without counter-examples is never
-stored.""".format(good=GOOD_EXAMPLE, bad=BAD_EXAMPLE)
+{"key_decision": "refunded", "why_it_worked_or_failed": "mistake", "reusable_rule": "Be careful with refunds.",
+ "confidence": 1.0, "counter_examples": []}"""
 
 _TASK = """\
-You review what an AI agent did in a finished episode and distil ONE reusable judgement from it: the lesson that
-would most improve the agent's next attempt at a similar task. You see the episode compressed (instruction, tool-call
-sequence, decision points, errors, final answer, user feedback, outcome) and some related earlier episodes. Use the
-related episodes to test the rule: where one of them succeeded or failed for a different reason, that situation is
-a counter-example.
+You review a finished episode of an AI agent (compressed: instruction, tool calls, decision points, errors, outcome)
+and distil ONE reusable judgement: the lesson that would most improve its next attempt at a similar task. Related
+earlier episodes are shown too: one that went another way is a counter-example.
 
-Rules:
-- One judgement, not a summary: the decision that mattered, why, and what to do next time.
-- The reusable_rule is an instruction for a future task of the same kind: concrete (tools, fields, conditions,
-  order of steps), not about this particular order, user or date, and never a generic phrase like "be careful",
-  "double check" or "follow the policy".
-- counter_examples must not be empty: name situations where the rule does NOT hold or must be adapted.
-- confidence is a number between 0 and 1.
-- Use the trigger only with concrete keywords a future request would contain; omit it otherwise.
+- A judgement, not a summary: the decision that mattered, why, what to do next time.
+- The reusable_rule is concrete (tools, fields, conditions, order of steps), about the kind of task, not this order,
+  user or date; never a generic phrase like "be careful".
+- counter_examples is never empty; confidence is a number from 0 to 1.
 - Answer with JSON only: no prose, no code fences."""
 
 SYSTEM_PROMPT = f"""{_TASK}
@@ -126,19 +92,22 @@ SYSTEM_PROMPT = f"""{_TASK}
 Answer with exactly one JSON object with these fields:
 {SCHEMA_TEXT}
 
-Worked example.
-{WORKED_EXAMPLE}
+A good answer (for a refund that failed because the order had shipped):
+{GOOD_EXAMPLE}
+
+A bad answer, which would be rejected (generic rule, no counter-example, unjustified confidence):
+{BAD_EXAMPLE}
 """
 
 BATCH_SYSTEM_PROMPT = f"""{_TASK}
 
-You will get several numbered episodes, each with its own related earlier episodes. Reflect on each episode
-separately. Answer with exactly one JSON object {{"reflections": [...]}} holding one reflection per episode, in the
-order given, each with the field "episode_id" (copied from the episode header) plus these fields:
+You will get several numbered episodes, each with its own related earlier episodes. Reflect on each separately.
+Answer with exactly one JSON object {{"reflections": [...]}}: one reflection per episode, in the order given, each
+with "episode_id" (copied from the episode header) plus these fields:
 {SCHEMA_TEXT}
 
-Worked example (for one episode; in a batch it would be one element of "reflections", with "episode_id": "ep-0412").
-{WORKED_EXAMPLE}
+A good reflection (for a refund that failed because the order had shipped):
+{GOOD_EXAMPLE}
 """
 
 USER_TEMPLATE = """\
@@ -165,15 +134,16 @@ Answer with the JSON object {{"reflections": [...]}} only: {total} reflections, 
 
 
 def render_related(related: Sequence[CompressedEpisode], max_chars: int) -> str:
-    """The related episodes as text: each at most ``max_chars // 2`` characters, all together at most ``max_chars``."""
+    """The related episodes as text, each brief (no decisions or final answer) and at most ``max_chars // 4``
+    characters, all together at most ``max_chars // 2``: what a counter-example needs."""
     if not related:
         return "(none)"
-    each = max(200, max_chars // 2)
+    each, total = max(200, max_chars // 4), max(200, max_chars // 2)
     parts: list[str] = []
     used = 0
     for n, ep in enumerate(related):
-        text = ep.to_text(each)
-        if parts and used + len(text) > max_chars:
+        text = ep.to_text(each, brief=True)
+        if parts and used + len(text) > total:
             parts.append(f"({len(related) - n} more omitted)")
             break
         parts.append(text)
@@ -182,7 +152,7 @@ def render_related(related: Sequence[CompressedEpisode], max_chars: int) -> str:
 
 
 def render_user(episode: CompressedEpisode, related: Sequence[CompressedEpisode], max_chars: int = 2000) -> str:
-    """The user prompt for one episode (``max_chars`` bounds the episode and, separately, the related ones)."""
+    """The user prompt for one episode (``max_chars`` bounds the episode; the related ones get half of it)."""
     return USER_TEMPLATE.format(episode=episode.to_text(max_chars), related=render_related(related, max_chars))
 
 
@@ -193,19 +163,20 @@ def build_messages(episode: CompressedEpisode, related: Sequence[CompressedEpiso
             {"role": "user", "content": render_user(episode, related, max_chars)}]
 
 
-def render_batch_user(items: Sequence[tuple[CompressedEpisode, Sequence[CompressedEpisode]]],
-                      max_chars: int = 2000) -> str:
-    """The user prompt for several episodes, numbered from 1."""
+def render_batch_user(items: Sequence[tuple[Any, ...]], max_chars: int = 2000) -> str:
+    """The user prompt for several episodes, numbered from 1; an item ``(episode, related, chars)`` carries its own
+    bound instead of ``max_chars``."""
     total = len(items)
-    blocks = [BATCH_ITEM_TEMPLATE.format(number=n, total=total, episode_id=ep.episode_id,
-                                         episode=ep.to_text(max_chars), related=render_related(rel, max_chars))
-              for n, (ep, rel) in enumerate(items, 1)]
-    ids = ", ".join(f'"{ep.episode_id}"' for ep, _ in items)
+    blocks = []
+    for n, (ep, rel, *own) in enumerate(items, 1):
+        chars = own[0] if own else max_chars
+        blocks.append(BATCH_ITEM_TEMPLATE.format(number=n, total=total, episode_id=ep.episode_id,
+                                                 episode=ep.to_text(chars), related=render_related(rel, chars)))
+    ids = ", ".join(f'"{item[0].episode_id}"' for item in items)
     return BATCH_USER_TEMPLATE.format(items="\n\n".join(blocks), total=total, ids=ids)
 
 
-def build_batch_messages(items: Sequence[tuple[CompressedEpisode, Sequence[CompressedEpisode]]],
-                         max_chars: int = 2000) -> list[dict[str, str]]:
+def build_batch_messages(items: Sequence[tuple[Any, ...]], max_chars: int = 2000) -> list[dict[str, str]]:
     """Chat messages for reflecting on several episodes in one call."""
     return [{"role": "system", "content": BATCH_SYSTEM_PROMPT},
             {"role": "user", "content": render_batch_user(items, max_chars)}]

@@ -31,7 +31,7 @@ from ..retrieve.paths import normalise
 #: Every reason a reflection can be rejected for.
 REJECT_REASONS: tuple[str, ...] = ("invalid_json", "missing_field", "wrong_type", "confidence_out_of_range",
                                    "empty_counter_examples", "rule_too_generic", "rule_too_long",
-                                   "nothing_to_learn", "reflector_error")
+                                   "nothing_to_learn", "reflector_error", "prompt_too_long", "timed_out")
 
 
 class Reflection(BaseModel):
@@ -84,8 +84,14 @@ def extract_json(text: str) -> Any:
 
 
 def validate_reflection(raw: str | Mapping[str, Any], rules: ReflectionRulesConfig, *,
-                        episode_id: str | None = None) -> Reflection | Rejection:
-    """Validate one reflection (a JSON string or an already-parsed mapping)."""
+                        episode_id: str | None = None, known: Mapping[str, Any] | None = None
+                        ) -> Reflection | Rejection:
+    """Validate one reflection (a JSON string or an already-parsed mapping).
+
+    ``known`` holds the fields the system already knows of the episode (its ``task_type`` and ``outcome``): they
+    are filled in when the answer leaves them out and override what it says (a model does not decide what the
+    episode was). A ``task_type`` the system does not know either becomes ``"none"``.
+    """
     shown = raw if isinstance(raw, str) else json.dumps(raw, ensure_ascii=False, default=str)
     shown = shown[:2000]
     if isinstance(raw, str):
@@ -95,8 +101,12 @@ def validate_reflection(raw: str | Mapping[str, Any], rules: ReflectionRulesConf
             return Rejection("invalid_json", str(exc), shown, episode_id)
     if not isinstance(raw, Mapping):
         return Rejection("invalid_json", f"expected a JSON object, got {type(raw).__name__}", shown, episode_id)
+    data = dict(raw)
+    if known is not None:
+        data.update({k: v for k, v in known.items() if v is not None})
+        data.setdefault("task_type", "none")
     try:
-        refl = Reflection.model_validate({**raw, "episode_id": episode_id})
+        refl = Reflection.model_validate({**data, "episode_id": episode_id})
     except _PydanticError as exc:
         err = exc.errors()[0]
         field = ".".join(str(p) for p in err["loc"])

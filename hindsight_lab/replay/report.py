@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING, Any, Mapping, Sequence
 
 import numpy as np
 
+from ..errors import NothingToDo
 from ..metrics import Judgements, aggregate, bootstrap_ci, evaluate, hit_rate, paired_randomization_test
 from .engine import ReplayRun
 
@@ -21,6 +22,8 @@ METRICS: tuple[str, ...] = ("ndcg@3", "ndcg@5", "ndcg@10", "hit@3", "hit@5", "hi
                             "recall@10", "precision@5", "precision_filled@5", "mrr", "fill@10", "r_precision")
 HEADLINE: tuple[str, ...] = ("ndcg@5", "hit@3", "hit@5", "recall@10")
 PLOTS: tuple[str, ...] = ("hits_over_time", "memory", "tokens", "success")
+EMPTY_QUERY_SET = ("the replay has an empty query set: no episode has an earlier run of its task to recall (replay "
+                   "a file with repeated tasks, or several agents' files of the same tasks together)")
 #: The files :meth:`ReplayReport.save` writes.
 REPORT_FILES: tuple[str, ...] = ("metrics.json", "episodes.csv", *(f"{p}.png" for p in PLOTS))
 
@@ -152,7 +155,7 @@ def judge(run: ReplayRun, judgements: Judgements, dataset: Mapping[str, Any], *,
 
     qset = list(judgements.query_ids)
     if not qset:
-        raise ValueError("the replay has an empty query set: no episode has an earlier relevant one")
+        raise NothingToDo(EMPTY_QUERY_SET)
     n_rel = {q: judgements.n_relevant(q) for q in qset}
     kmax = max(int(m.split("@")[1]) for m in metrics if "@" in m)
     ideals = {q: judgements.ideal(q, kmax) for q in qset}

@@ -12,11 +12,11 @@ from typing import Any, Mapping, Sequence
 
 from ..config import LabConfig
 from ..datasets.combine import ORDERS, file_sha256
-from ..errors import ConfigError
+from ..errors import ConfigError, NothingToDo
 from ..metrics import Judgements
 from .engine import ReplayRun, run_conversations, run_episodes
 from .journal import JOURNAL_DIR, Journal
-from .report import METRICS, ReplayReport, judge
+from .report import EMPTY_QUERY_SET, METRICS, ReplayReport, judge
 from .systems import BASELINE_KEY, CONVERSATION_BASELINE_KEY, build_systems
 
 DEFAULT_SYSTEMS = ("none", "dense", "bm25", "hindsight")
@@ -72,6 +72,8 @@ def run_replay(path: str | Path | Sequence[str | Path], *, format: str = "auto",
     Raises:
         ConfigError: ``resume`` without ``out``, or the journal in ``out`` was written for another replay (the
             message names what differs).
+        NothingToDo: no episode (every line invalid and skipped), or an empty query set: no episode has an
+            earlier run of its task.
     """
     from ..datasets import detect_format
     from ..datasets.combine import load_history
@@ -96,6 +98,7 @@ def run_replay(path: str | Path | Sequence[str | Path], *, format: str = "auto",
     else:
         data, info = load_history(paths, format=format, strict=not skip_invalid, limit_tasks=limit)
         dataset.update(info)
+        _check_something_to_do(data, dataset)
         baseline_key = baseline_key or BASELINE_KEY
     dataset["baselines_index"] = baseline_key
     journal = None
@@ -122,6 +125,21 @@ def run_replay(path: str | Path | Sequence[str | Path], *, format: str = "auto",
     if journal is not None:
         journal.remove()  # the report is written: nothing left to resume
     return report
+
+
+def _check_something_to_do(episodes: Sequence[Any], dataset: Mapping[str, Any]) -> None:
+    """Refuse, before any system runs, a replay with no episode or with an empty query set.
+
+    Raises:
+        NothingToDo: the message says which, with the invalid lines a lenient read skipped.
+    """
+    skipped = dataset.get("skipped")
+    reasons = ", ".join(f"{r}: {n}" for r, n in (skipped or {}).get("by_reason", {}).items())
+    note = f"; {skipped['lines']} invalid line(s) skipped ({reasons})" if skipped else ""
+    if not episodes:
+        raise NothingToDo(f"{dataset['name']}: no episode to replay{note}")
+    if not Judgements.from_episodes(episodes).query_ids:
+        raise NothingToDo(f"{dataset['name']} ({len(episodes)} episodes): {EMPTY_QUERY_SET}{note}")
 
 
 def journal_header(dataset: Mapping[str, Any], *, systems: Sequence[str], config: LabConfig,

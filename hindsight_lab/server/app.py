@@ -66,6 +66,9 @@ def _tool_errors() -> Iterator[None]:
         yield
     except HindsightLabError as exc:
         raise ToolError(str(exc)) from None
+    except Exception as exc:  # noqa: BLE001 (a client must learn the cause, not "Error executing tool")
+        logger.exception("tool call failed")
+        raise ToolError(f"internal error: {type(exc).__name__}: {exc}") from None
 
 
 def tool_names(prefix: str) -> dict[str, str]:

@@ -65,7 +65,7 @@ class BearerAuth:
 
     def __init__(self, app: Callable[[Scope, Receive, Send], Awaitable[None]], token: str) -> None:
         self.app = app
-        self._expected = f"Bearer {token}".encode()
+        self._expected = token.encode()
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] not in ("http", "websocket") or self._authorized(scope):
@@ -86,4 +86,8 @@ class BearerAuth:
 
     def _authorized(self, scope: Scope) -> bool:
         got = next((v for k, v in scope.get("headers") or [] if k == b"authorization"), b"")
-        return hmac.compare_digest(got, self._expected)
+        scheme, _, credentials = got.strip().partition(b" ")
+        # RFC 9110 §11.1: the scheme is case-insensitive ("bearer" is "Bearer"); the token is compared in
+        # constant time whatever the scheme said, so a wrong scheme costs as much as a wrong token.
+        token_ok = hmac.compare_digest(credentials.strip(), self._expected)
+        return scheme.lower() == b"bearer" and token_ok

@@ -39,9 +39,17 @@ def build_http_app(server: "MCPServer", pool: MemoryPool, schedule: MaintenanceS
     store = "chroma-server" if pool.config.store.url else "embedded"
 
     async def health(request: Request) -> JSONResponse:
-        return JSONResponse({"status": "ok", "service": "hindsight-lab", "version": __version__, "store": store,
-                             "namespaces": pool.namespaces(), "uptime_s": round(time.monotonic() - started, 1),
-                             "maintenance": schedule.status()})
+        import anyio
+
+        # the store is probed (a Chroma server's heartbeat, bounded; an embedded folder's database file): a
+        # stalled or lost store is "degraded", with why, and HTTP 503, instead of a 200 "ok" while every call hangs
+        status, why = await anyio.to_thread.run_sync(pool.health)
+        body = {"status": status, "service": "hindsight-lab", "version": __version__, "store": store,
+                "namespaces": pool.namespaces(), "uptime_s": round(time.monotonic() - started, 1),
+                "maintenance": schedule.status()}
+        if why:
+            body["reason"] = why
+        return JSONResponse(body, status_code=200 if status == "ok" else 503)
 
     server.custom_route(HEALTH_PATH, methods=["GET"])(health)
     app = server.streamable_http_app(streamable_http_path=MCP_PATH, json_response=True,

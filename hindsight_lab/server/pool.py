@@ -1,9 +1,12 @@
 """The server's memories: one :class:`~hindsight_lab.memory.MemorySystem` per namespace, all sharing one embedder
-and one Chroma client, every call under one lock.
+and one guarded Chroma client, each namespace under its own lock.
 
 A ``MemorySystem`` keeps in-process indexes next to its store, so one process writes a store (DESIGN §1) and,
-inside that process, one call at a time touches it: the MCP transports run tool calls in worker threads, and the
-lock serialises them (and the scheduled maintenance) whatever the number of clients.
+inside that process, one call at a time touches a namespace: the MCP transports run tool calls in worker threads,
+and each namespace's lock serialises its calls (and the scheduled maintenance of it). Calls on other namespaces do
+not wait. A call waits at most ``server.lock_wait_s`` for its namespace, then fails with :class:`~hindsight_lab.
+errors.Busy`; a stalled store fails each call within ``store.timeout_s`` (:mod:`hindsight_lab.store.guard`), so no
+client waits behind one stuck call for longer than those two bounds.
 
 Examples:
     >>> pool = MemoryPool(LabConfig().with_params({"store.path": "memory-store"})).open()  # doctest: +SKIP
@@ -18,7 +21,7 @@ from datetime import datetime
 from typing import TYPE_CHECKING, Any, Callable, TypeVar
 
 from ..config import LabConfig
-from ..errors import ConfigError, ValidationError
+from ..errors import Busy, ConfigError, ValidationError
 
 if TYPE_CHECKING:
     from ..memory import MaintenanceReport, MemorySystem
@@ -48,16 +51,19 @@ class MemoryPool:
     def open(self) -> "MemoryPool":
         """Build the embedder and the client and open the default namespace (a bad store fails here)."""
         from ..embed import embedder_for
-        from ..store.chroma import make_client
+        from ..store.chroma import Connection, connect
 
         cfg = self.config
         self.embedder_ = self.embedder or embedder_for(cfg.embedder)
         self.embedder_.embed_query("warm up")  # load the model now, not on the first request
-        self.client_ = self.client or make_client(path=cfg.store.path, url=cfg.store.url)
-        self._lock = threading.Lock()
+        self._connection = Connection(self.client) if self.client is not None else connect(
+            path=cfg.store.path, url=cfg.store.url, timeout_s=cfg.store.timeout_s, retries=cfg.store.retries,
+            read_only=cfg.store.read_only)
+        self.client_ = self._connection.client
+        self._lock = threading.Lock()  # guards the two dicts below, never held during a call
         self._mems: dict[str, MemorySystem] = {}
-        with self._lock:
-            self._get(cfg.store.namespace)
+        self._locks: dict[str, threading.Lock] = {}
+        self.run(cfg.store.namespace, lambda mem: None)
         return self
 
     @property
@@ -69,45 +75,87 @@ class MemoryPool:
         return list(getattr(self, "_mems", {}))
 
     def run(self, namespace: str | None, fn: Callable[["MemorySystem"], T]) -> T:
-        """``fn(memory of the namespace)`` under the lock; None is the default namespace."""
+        """``fn(memory of the namespace)`` under that namespace's lock; None is the default namespace (an empty name
+        is not a name: it is refused, not read as the default).
+
+        Raises:
+            Busy: the namespace stayed held for ``server.lock_wait_s``.
+        """
+        name = self.default_namespace if namespace is None else namespace
+        lock = self._lock_of(name)
+        wait = self.config.server.lock_wait_s
+        if not lock.acquire(timeout=wait):
+            raise Busy(f"namespace {name!r} is busy: another call has held it for more than {wait:g} s "
+                       "(server.lock_wait_s); try again")
+        try:
+            return fn(self._get(name))
+        finally:
+            lock.release()
+
+    def _lock_of(self, namespace: str) -> threading.Lock:
+        self._check_name(namespace)
         with self._lock:
-            return fn(self._get(namespace or self.default_namespace))
+            lock = self._locks.get(namespace)
+            if lock is None:
+                limit = self.config.server.max_namespaces
+                if len(self._locks) >= limit:
+                    raise ValidationError(f"namespace: {namespace!r} would be namespace {limit + 1} of this server, "
+                                          f"over the limit of {limit} (server.max_namespaces)")
+                lock = self._locks[namespace] = threading.Lock()
+            return lock
+
+    def _check_name(self, namespace: str) -> None:
+        try:
+            self.config.with_params({"store.namespace": namespace})
+        except ConfigError:
+            raise ValidationError(f"namespace: {namespace[:60]!r} is not a namespace: expected 1 to 41 letters, "
+                                  "digits, '_' or '-', starting with a letter or digit") from None
 
     def _get(self, namespace: str) -> "MemorySystem":
+        """The namespace's memory, opened on first use (the caller holds the namespace's lock)."""
         mem = self._mems.get(namespace)
         if mem is not None:
             return mem
         from ..memory import MemorySystem
         from ..store.chroma import ChromaStore
 
-        try:
-            cfg = self.config.with_params({"store.namespace": namespace})
-        except ConfigError:
-            raise ValidationError(f"namespace: {namespace[:60]!r} is not a namespace: expected 1 to 41 letters, "
-                                  "digits, '_' or '-', starting with a letter or digit") from None
-        limit = self.config.server.max_namespaces
-        if len(self._mems) >= limit:
-            raise ValidationError(f"namespace: {namespace!r} would be namespace {limit + 1} of this server, over the "
-                                  f"limit of {limit} (server.max_namespaces)")
-        store = ChromaStore.from_config(cfg.store, client=self.client_)
+        cfg = self.config.with_params({"store.namespace": namespace})
+        store = ChromaStore.from_config(cfg.store, client=self.client_, guard=self._connection.guard)
         mem = MemorySystem(cfg, store=store, embedder=self.embedder_, clock=self.clock).open()
-        self._mems[namespace] = mem
+        with self._lock:
+            self._mems[namespace] = mem
         logger.info("opened namespace %r", namespace)
         return mem
 
+    def health(self) -> tuple[str, str | None]:
+        """``("ok", None)``, or ``("degraded", why)`` when the store does not answer (a Chroma server's heartbeat
+        within 2 s, an embedded folder's database file) or its breaker is open after a failed call."""
+        from ..store.guard import probe
+
+        store = self.config.store
+        guard = self._connection.guard
+        why = (guard.reason and f"store {guard.url} {guard.reason}") if guard is not None else None
+        if why is None and store.url:
+            why = probe(store.url, timeout_s=min(2.0, store.timeout_s))
+        elif why is None and store.path:
+            from pathlib import Path
+
+            if not (Path(store.path) / "chroma.sqlite3").is_file():
+                why = f"embedded store {store.path}: its database file is missing"
+        return ("degraded", why) if why else ("ok", None)
+
     def maintain(self, now: datetime | None = None) -> dict[str, "MaintenanceReport"]:
-        """``MemorySystem.maintain(now)`` on every open namespace, one namespace per lock hold."""
-        out = {}
-        for namespace in self.namespaces():
-            with self._lock:
-                out[namespace] = self._mems[namespace].maintain(now)
-        return out
+        """``MemorySystem.maintain(now)`` on every open namespace, each under its own lock (a busy namespace is
+        waited for, like any call)."""
+        return {namespace: self.run(namespace, lambda mem: mem.maintain(now)) for namespace in self.namespaces()}
 
     def close(self) -> None:
-        """Flush and close every namespace."""
+        """Flush and close every namespace, and give back the store's writer lock."""
         if not hasattr(self, "_lock"):
             return
+        for namespace in self.namespaces():
+            with self._locks[namespace]:
+                self._mems[namespace].close()
         with self._lock:
-            for mem in self._mems.values():
-                mem.close()
             self._mems.clear()
+        self._connection.release()

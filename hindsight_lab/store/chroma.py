@@ -13,7 +13,7 @@ Examples:
 from __future__ import annotations
 
 import logging
-from typing import TYPE_CHECKING, Any, Iterator, Sequence
+from typing import TYPE_CHECKING, Any, Callable, Iterator, Sequence, TypeVar
 from urllib.parse import urlparse
 
 import numpy as np
@@ -23,18 +23,62 @@ from ..errors import EmbeddingModelMismatch, StoreError
 from ..protocols import BUCKETS
 from ..types import MemoryRecord
 from .codec import from_row, to_metadata
+from .guard import StoreGuard, probe
+from .lock import acquire_writer, release_writer
 
 if TYPE_CHECKING:
     from ..config import StoreConfig
 
 logger = logging.getLogger(__name__)
 
+T = TypeVar("T")
 _PLURAL = {"episode": "episodes", "candidate": "candidates", "rule": "rules", "archive": "archive"}
 _SCAN_BATCH = 5000
 
 
+class Connection:
+    """A Chroma client and what guards it: for a server URL its :class:`~hindsight_lab.store.guard.StoreGuard`
+    (timeouts, retries, breaker), for an embedded folder this process's writer lock (unless read-only), released
+    by :meth:`release`."""
+
+    def __init__(self, client: Any, guard: StoreGuard | None = None, locked: str | None = None) -> None:
+        self.client, self.guard, self.locked = client, guard, locked
+
+    def release(self) -> None:
+        if self.locked is not None:
+            release_writer(self.locked)
+            self.locked = None
+
+
+def connect(*, path: str | None = None, url: str | None = None, timeout_s: float = 10.0, retries: int = 2,
+            read_only: bool = False) -> Connection:
+    """A guarded client: a server URL is probed first (an unreachable or stalled one fails here, within
+    ``timeout_s``) and every later request is bounded; an embedded folder is locked for writing unless
+    ``read_only``.
+
+    Raises:
+        StoreError: the server does not answer (the message names the URL, password masked, and the cause), or
+            another process writes the folder.
+    """
+    if url:
+        problem = probe(url, timeout_s)
+        if problem:
+            raise StoreError(problem)
+        guard = StoreGuard(url, timeout_s=timeout_s, retries=retries)
+        return Connection(guard.bound(guard.call("connect", lambda: make_client(url=url))), guard)
+    if path and not read_only:
+        acquire_writer(path)
+        try:
+            return Connection(make_client(path=path), locked=path)
+        except BaseException:
+            release_writer(path)
+            raise
+    return Connection(make_client(path=path))
+
+
 def make_client(*, path: str | None = None, url: str | None = None) -> Any:
-    """A Chroma client with telemetry off: ``HttpClient`` for a URL, else ``PersistentClient`` for a path."""
+    """A Chroma client with telemetry off: ``HttpClient`` for a URL, else ``PersistentClient`` for a path (no
+    lock, no timeout: :func:`connect` adds them)."""
     set_offline_defaults()
     try:
         import chromadb
@@ -60,7 +104,8 @@ class ChromaStore:
 
     def __init__(self, client: Any = None, *, namespace: str = "default", path: str | None = None,
                  url: str | None = None, ef_construction: int = 200, ef_search: int = 100,
-                 max_neighbors: int = 16) -> None:
+                 max_neighbors: int = 16, timeout_s: float = 10.0, retries: int = 2, read_only: bool = False,
+                 guard: StoreGuard | None = None) -> None:
         self.client = client
         self.namespace = namespace
         self.path = path
@@ -68,25 +113,45 @@ class ChromaStore:
         self.ef_construction = ef_construction
         self.ef_search = ef_search
         self.max_neighbors = max_neighbors
+        self.timeout_s = timeout_s
+        self.retries = retries
+        self.read_only = read_only
+        self.guard = guard
 
     @classmethod
-    def from_config(cls, cfg: "StoreConfig", client: Any = None) -> "ChromaStore":
+    def from_config(cls, cfg: "StoreConfig", client: Any = None, guard: StoreGuard | None = None
+                    ) -> "ChromaStore":
         return cls(client, namespace=cfg.namespace, path=cfg.path, url=cfg.url,
                    ef_construction=cfg.hnsw.ef_construction, ef_search=cfg.hnsw.ef_search,
-                   max_neighbors=cfg.hnsw.max_neighbors)
+                   max_neighbors=cfg.hnsw.max_neighbors, timeout_s=cfg.timeout_s, retries=cfg.retries,
+                   read_only=cfg.read_only, guard=guard)
+
+    def _connect(self) -> None:
+        if self.client is None:
+            conn = connect(path=self.path, url=self.url, timeout_s=self.timeout_s, retries=self.retries,
+                           read_only=self.read_only)
+            self.client, self.guard, self._connection = conn.client, conn.guard, conn
+
+    def _do(self, what: str, fn: Callable[[], T]) -> T:
+        """``fn()`` through the server's guard (timeouts, retries, errors that name the cause)."""
+        return self.guard.call(what, fn) if self.guard is not None else fn()
+
+    def _writable(self, what: str) -> None:
+        if self.read_only:
+            raise StoreError(f"store opened read-only (store.read_only): {what} refused")
 
     # ------------------------------------------------------------------ lifecycle
     def collection_name(self, bucket: str) -> str:
         return f"{self.namespace}-{_PLURAL[bucket]}"
 
     def open(self, embedding_model: str, *, verify: bool = True) -> None:
-        if self.client is None:
-            self.client = make_client(path=self.path, url=self.url)
+        self._connect()
         self.embedding_model_ = embedding_model
-        self.max_batch_ = int(getattr(self.client, "get_max_batch_size", lambda: 5000)())
+        self.max_batch_ = int(self._do("open", getattr(self.client, "get_max_batch_size", lambda: 5000)))
         self.collections_: dict[str, Any] = {}
         for bucket in BUCKETS:
-            self.collections_[bucket] = self._open_collection(bucket, embedding_model, verify)
+            self.collections_[bucket] = self._do("open", lambda b=bucket: self._open_collection(b, embedding_model,
+                                                                                             verify))
 
     def _open_collection(self, bucket: str, embedding_model: str, verify: bool = True) -> Any:
         name = self.collection_name(bucket)
@@ -116,19 +181,24 @@ class ChromaStore:
 
     def embedding_models(self) -> dict[str, str | None]:
         """The embedding model recorded on each existing collection (opening nothing)."""
-        client = self.client or make_client(path=self.path, url=self.url)
-        self.client = client
+        from chromadb.errors import NotFoundError
+
+        self._connect()
         out: dict[str, str | None] = {}
         for bucket in BUCKETS:
             try:
-                col = client.get_collection(self.collection_name(bucket), embedding_function=None)
-            except Exception:
+                col = self._do("read", lambda b=bucket: self.client.get_collection(self.collection_name(b),
+                                                                                  embedding_function=None))
+            except (NotFoundError, ValueError):
                 continue
             out[bucket] = (col.metadata or {}).get("embedding_model")
         return out
 
     def close(self) -> None:
         self.collections_ = {}
+        connection = getattr(self, "_connection", None)
+        if connection is not None:
+            connection.release()
 
     def _col(self, bucket: str) -> Any:
         try:
@@ -140,28 +210,35 @@ class ChromaStore:
     def upsert(self, bucket: str, records: Sequence[MemoryRecord], embeddings: np.ndarray) -> None:
         if not records:
             return
+        self._writable("upsert")
         col = self._col(bucket)
         emb = np.asarray(embeddings, dtype=np.float32)
         for lo in range(0, len(records), self.max_batch_):
             chunk = records[lo:lo + self.max_batch_]
-            col.upsert(ids=[r.id for r in chunk], embeddings=emb[lo:lo + len(chunk)],
-                       documents=[r.content for r in chunk], metadatas=[to_metadata(r) for r in chunk])
+            self._do("upsert", lambda: col.upsert(ids=[r.id for r in chunk], embeddings=emb[lo:lo + len(chunk)],
+                                                  documents=[r.content for r in chunk],
+                                                  metadatas=[to_metadata(r) for r in chunk]))
 
     def update(self, bucket: str, records: Sequence[MemoryRecord]) -> None:
         if not records:
             return
+        self._writable("update")
         col = self._col(bucket)
         for lo in range(0, len(records), self.max_batch_):
             chunk = records[lo:lo + self.max_batch_]
-            col.update(ids=[r.id for r in chunk], metadatas=[to_metadata(r) for r in chunk])
+            self._do("update", lambda: col.update(ids=[r.id for r in chunk],
+                                                  metadatas=[to_metadata(r) for r in chunk]))
 
     def delete(self, bucket: str, ids: Sequence[str]) -> None:
         if ids:
-            self._col(bucket).delete(ids=list(ids))
+            self._writable("delete")
+            col = self._col(bucket)
+            self._do("delete", lambda: col.delete(ids=list(ids)))
 
     def rebuild(self, bucket: str, records: Sequence[MemoryRecord], embeddings: np.ndarray,
                 embedding_model: str) -> None:
         """Write the new collection first, then swap it in, so a failure leaves the old one intact."""
+        self._writable("rebuild")
         name = self.collection_name(bucket)
         tmp_name = f"{name}-rebuild"
         try:
@@ -180,14 +257,16 @@ class ChromaStore:
 
     # ------------------------------------------------------------------ reads
     def count(self, bucket: str) -> int:
-        return int(self._col(bucket).count())
+        col = self._col(bucket)
+        return int(self._do("count", col.count))
 
     def query(self, bucket: str, embedding: np.ndarray, n: int) -> list[tuple[MemoryRecord, float, np.ndarray]]:
         col = self._col(bucket)
         if n <= 0:
             return []
-        res = col.query(query_embeddings=[np.asarray(embedding, dtype=np.float32)], n_results=n,
-                        include=["documents", "metadatas", "distances", "embeddings"])
+        res = self._do("query", lambda: col.query(query_embeddings=[np.asarray(embedding, dtype=np.float32)],
+                                                  n_results=n,
+                                                  include=["documents", "metadatas", "distances", "embeddings"]))
         ids, docs, metas = res["ids"][0], res["documents"][0], res["metadatas"][0]
         dists, embs = res["distances"][0], res["embeddings"][0]
         return [(from_row(i, d, m), 1.0 - float(dist), np.asarray(e, dtype=np.float32))
@@ -196,7 +275,8 @@ class ChromaStore:
     def get(self, bucket: str, ids: Sequence[str]) -> list[tuple[MemoryRecord, np.ndarray]]:
         if not ids:
             return []
-        res = self._col(bucket).get(ids=list(ids), include=["documents", "metadatas", "embeddings"])
+        col = self._col(bucket)
+        res = self._do("get", lambda: col.get(ids=list(ids), include=["documents", "metadatas", "embeddings"]))
         by_id = {i: (from_row(i, d, m), np.asarray(e, dtype=np.float32))
                  for i, d, m, e in zip(res["ids"], res["documents"], res["metadatas"], res["embeddings"])}
         return [by_id[i] for i in ids if i in by_id]
@@ -207,7 +287,7 @@ class ChromaStore:
         include = ["documents", "metadatas"] + (["embeddings"] if with_embeddings else [])
         offset = 0
         while True:
-            res = col.get(include=include, limit=_SCAN_BATCH, offset=offset)
+            res = self._do("scan", lambda o=offset: col.get(include=include, limit=_SCAN_BATCH, offset=o))
             if not res["ids"]:
                 return
             embs = res["embeddings"] if with_embeddings else [None] * len(res["ids"])

@@ -22,8 +22,8 @@ from typing import TYPE_CHECKING, Any, Callable, Mapping, Sequence
 import numpy as np
 
 from ..config import LabConfig, Provenance
-from ..errors import ConfigError
-from ..replay.report import HEADLINE, METRICS
+from ..errors import ConfigError, NothingToDo
+from ..replay.report import EMPTY_QUERY_SET, HEADLINE, METRICS
 from .cache import EpisodeData, capture, load_episode_data
 from .evaluate import ConfigBatch, FastEvaluator, is_fast
 from .samplers import make_sampler
@@ -171,8 +171,7 @@ def _load(spec: SweepSpec, base: LabConfig, embedder: Any) -> list[_Dataset]:
         paths = ds.files(spec.folder)
         data = load_episode_data(paths, format=ds.format, limit=ds.limit, skip_invalid=ds.skip_invalid)
         if not data.judgements.query_ids:
-            raise ConfigError(f"{ds.label}: the replay has an empty query set (no episode has an earlier relevant "
-                              "one)")
+            raise NothingToDo(f"{ds.label}: {EMPTY_QUERY_SET}")
         groups = {}
         by_id = {ep.episode_id: ep for ep in data.episodes}
         for q in data.judgements.query_ids:

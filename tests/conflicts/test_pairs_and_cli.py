@@ -24,7 +24,7 @@ def _write(path: Path, rows: list) -> Path:
 
 
 @pytest.mark.parametrize("rows, match", [
-    ([GOOD, "{not json"], r"pairs.jsonl:2: not valid JSON"),
+    ([GOOD, "{not json"], r"pairs.jsonl:2: invalid JSON"),
     ([GOOD, {**GOOD, "id": "p2", "conflict": "yes"}], r"pairs.jsonl:2: expected a boolean.*'conflict'"),
     ([{k: v for k, v in GOOD.items() if k != "rule_b"}], r"pairs.jsonl:1: missing required field \(field 'rule_b'\)"),
     ([GOOD, GOOD], r"pairs.jsonl:2: duplicate id 'p1' \(first on line 1\)"),
@@ -53,7 +53,7 @@ def test_cli_judges_the_dev_pairs_and_writes_predictions(tmp_path, capsys):
 def test_cli_pair_errors(tmp_path, capsys):
     bad = _write(tmp_path / "pairs.jsonl", [GOOD, "{oops"])
     assert main(["conflicts", "--pairs", str(bad)]) == 2
-    assert "pairs.jsonl:2: not valid JSON" in capsys.readouterr().err
+    assert "pairs.jsonl:2: invalid JSON" in capsys.readouterr().err
     assert main(["conflicts", "--pairs", str(_write(tmp_path / "ok.jsonl", [GOOD])), "--png", "x.png"]) == 2
     assert "--png goes with --store" in capsys.readouterr().err
     with pytest.raises(SystemExit):  # --store and --pairs together

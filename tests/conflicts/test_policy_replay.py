@@ -19,8 +19,11 @@ def _chain(order: list[str]) -> str:
 @pytest.fixture(scope="module")
 def replayed(tmp_path_factory, minilm):
     eps = generate("policy", n=2, seed=0)
-    systems = build_systems(["hindsight"], config=LabConfig(), embedder=minilm, top_k=10, token_budget=600,
-                            root=str(tmp_path_factory.mktemp("policy")))
+    # Episodes found by the request alone, as this scenario was written for: found by the request and their tool
+    # names, the episodes fill the search's 600-token budget (8 hits) before any rule, and the search below would
+    # show no rule at all, stale or not.
+    systems = build_systems(["hindsight"], config=LabConfig().with_params({"episode.key": "instruction"}),
+                            embedder=minilm, top_k=10, token_budget=600, root=str(tmp_path_factory.mktemp("policy")))
     run = run_episodes(eps, systems)
     yield eps, run, systems[0].mem
     systems[0].close()

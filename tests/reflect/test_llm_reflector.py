@@ -1,11 +1,14 @@
 """The LiteLLM reflector through LiteLLM's real HTTP path, against the scripted stub server (tests/openai_stub.py).
 
 Every call goes model="openai/stub" → LiteLLM → the openai SDK → httpx → 127.0.0.1. Backoff waits are recorded by an
-injected sleep, so the file runs in seconds; only the timeout test waits for real (two 0.5 s timeouts).
+injected sleep, so the file runs in seconds; only the timeout tests wait for real (budgets of 0.5–1 s). The stub
+answers like a real server where the reflector must adapt: a 400 for a prompt over its context, a 400 for a
+``response_format`` it does not take, slow answers, answers without the fields the system knows.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import random
 import time
@@ -72,7 +75,7 @@ def make(stub: OpenAIStub, monkeypatch: pytest.MonkeyPatch) -> Any:
         sleeps: list[float] = []
         args: dict[str, Any] = dict(model="openai/stub", api_base=stub.base_url, api_key_env=KEY_ENV,
                                     timeout_s=5.0, max_retries=2, backoff_s=0.25, batch_size=4,
-                                    sleep=sleeps.append)
+                                    context_tokens=16384, sleep=sleeps.append)
         args.update(kwargs)
         r = LiteLLMReflector(**args)
         r.sleeps = sleeps  # type: ignore[attr-defined]
@@ -112,16 +115,19 @@ def test_valid_reflection_is_accepted_and_the_request_carries_prompt_schema_and_
     assert req.path == "/v1/chat/completions"
     assert req.headers["authorization"] == f"Bearer {KEY}"
     assert req.body["model"] == "stub"
-    assert req.body["response_format"] == {"type": "json_object"}
+    assert req.body["response_format"] == {"type": "json_schema", "json_schema": {
+        "name": "reflection", "schema": prompts.REFLECTION_JSON_SCHEMA}}
     assert req.body["max_tokens"] == 321 and req.body["temperature"] == 0.3
     system, user = req.message("system"), req.message("user")
     assert prompts.GOOD_EXAMPLE in system and prompts.BAD_EXAMPLE in system  # the worked example
     assert '"counter_examples"' in system and "be careful" in system
     assert episode.to_text(2000) in user
-    assert related[0].to_text(1000) in user and related[1].to_text(1000) in user
+    assert related[0].to_text(500, brief=True) in user and related[1].to_text(500, brief=True) in user
+    assert "final answer" not in user.split("Related earlier episodes")[1]
 
     assert r.calls == [{"model": "openai/stub", "prompt_tokens": 123, "completion_tokens": 45, "cost_usd": None,
-                        "latency_s": r.calls[0]["latency_s"], "attempts": 1, "status": "ok", "batch_size": 1}]
+                        "latency_s": r.calls[0]["latency_s"], "attempts": 1, "status": "ok", "batch_size": 1,
+                        "output": "json_schema"}]
     assert 0 < r.calls[0]["latency_s"] < 5
     summary = r.usage_summary()
     assert summary["calls"] == 1 and summary["prompt_tokens"] == 123 and summary["completion_tokens"] == 45
@@ -206,7 +212,7 @@ def test_429_with_retry_after_zero_then_success(make, stub):
 
 
 def test_retry_after_is_honoured_and_capped(make, stub):
-    r = make(max_retry_after_s=5.0)
+    r = make(max_retry_after_s=5.0, timeout_s=30.0)
     stub.push(Reply.error(429, headers={"Retry-After": "3"}), Reply.error(429, headers={"Retry-After": "600"}),
               _ok())
     assert isinstance(r.reflect(_ep("e1"), []), Reflection)
@@ -224,18 +230,38 @@ def test_429_forever_is_a_reflector_error_after_max_retries_plus_one_attempts(ma
     _still_works(r, stub)
 
 
-def test_timeouts_are_retried_then_rejected_in_bounded_time(make, stub):
-    r = make(timeout_s=0.5, max_retries=1)
-    stub.push(Reply(delay_s=10, content="late"), Reply(delay_s=10, content="late"))
+def test_a_timeout_is_not_retried_and_ends_the_reflection_within_its_budget(make, stub):
+    r = make(timeout_s=0.5, max_retries=3)
+    stub.push(Reply(delay_s=10, content="late"), _ok())
     t0 = time.perf_counter()
     out = r.reflect(_ep("e1"), [])
     elapsed = time.perf_counter() - t0
-    assert isinstance(out, Rejection) and out.reason == "reflector_error"
-    assert "Timeout" in out.detail and "after 2 attempts" in out.detail
-    assert len(stub.requests) == 2 and r.sleeps == [0.25]
-    assert r.calls[-1]["status"] == "Timeout"
-    assert elapsed < 4.0  # two 0.5 s timeouts (sleep injected), not the stub's 10 s delays
+    assert isinstance(out, Rejection) and out.reason == "timed_out"
+    assert "Timeout" in out.detail and "0.5 s budget" in out.detail
+    assert len(stub.requests) == 1 and r.sleeps == []  # one attempt: another would only double the wait
+    assert r.calls[-1]["status"] == "Timeout" and r.calls[-1]["attempts"] == 1
+    assert elapsed < 2.0  # the 0.5 s budget, not the stub's 10 s delay
     _still_works(r, stub)
+
+
+def test_the_budget_covers_retries_a_slow_retry_gets_only_what_is_left(make, stub):
+    # a 500 after 0.6 s, then an answer that would take 10 s: the second attempt has about 0.4 s of the 1 s budget
+    r = make(timeout_s=1.0, max_retries=3, backoff_s=0.0)
+    stub.push(Reply.error(500, delay_s=0.6), Reply(delay_s=10, content="late"))
+    t0 = time.perf_counter()
+    out = r.reflect(_ep("e1"), [])
+    elapsed = time.perf_counter() - t0
+    assert isinstance(out, Rejection) and out.reason == "timed_out"
+    assert len(stub.requests) == 2 and r.calls[-1]["attempts"] == 2
+    assert elapsed < 2.5  # the budget (1 s) and LiteLLM's overhead, never 0.6 + 10 s
+    _still_works(r, stub)
+
+
+def test_a_batch_call_has_the_budget_of_its_episodes(make, stub):
+    r = make(timeout_s=0.4, batch_size=3)
+    stub.push(Reply(delay_s=0.8, content=json.dumps({"reflections": [_good(f"b{i}") for i in range(3)]})))
+    out = r.reflect_batch([(_ep(f"b{i}"), []) for i in range(3)])
+    assert all(isinstance(o, Reflection) for o in out), out  # 0.8 s is within 3 × 0.4 s
 
 
 @pytest.mark.parametrize("status", [400, 401, 404, 422])
@@ -249,14 +275,112 @@ def test_other_4xx_are_not_retried(make, stub, status):
     _still_works(r, stub)
 
 
-def test_a_400_about_response_format_is_retried_once_without_it_and_remembered(make, stub):
-    r = make()
-    stub.push(Reply.error(400, "response_format json_object is not supported by this model"), _ok(), _ok())
+@pytest.mark.parametrize("accepts, sent", [
+    (None, ["json_schema", "json_schema"]),                                        # llama.cpp, vLLM, OpenAI
+    ({"json_object"}, ["json_schema", "json_object", "json_object"]),              # json_object only
+    (set(), ["json_schema", "json_object", None, None]),                           # no structured output at all
+])
+def test_structured_output_steps_down_to_what_the_server_takes_and_remembers_it(monkeypatch, accepts, sent):
+    monkeypatch.setenv(KEY_ENV, KEY)
+    with OpenAIStub([_ok(), _ok()], response_formats=accepts) as stub:
+        r = LiteLLMReflector(model="openai/stub", api_base=stub.base_url, api_key_env=KEY_ENV, sleep=lambda s: None)
+        assert isinstance(r.reflect(_ep("e1"), []), Reflection)
+        assert isinstance(r.reflect(_ep("e2"), []), Reflection)
+        kinds = [(req.body.get("response_format") or {}).get("type") for req in stub.requests]
+    assert kinds == sent
+    assert r.calls[0]["attempts"] == len(sent) - 1 and r.calls[1]["attempts"] == 1
+    assert r.calls[1]["output"] == (sent[-1] or "text")
+
+
+def test_output_can_be_fixed(make, stub):
+    r = make(output="json_object")
+    stub.push(_ok())
     assert isinstance(r.reflect(_ep("e1"), []), Reflection)
-    assert isinstance(r.reflect(_ep("e2"), []), Reflection)
-    sent = ["response_format" in req.body for req in stub.requests]
-    assert sent == [True, False, False]
-    assert r.calls[0]["attempts"] == 2 and r.sleeps == []
+    assert stub.requests[0].body["response_format"] == {"type": "json_object"}
+
+
+# -- the fields the system knows, and the model's context ---------------------------------------------------------
+def test_the_system_fills_task_type_outcome_and_episode_id_the_model_leaves_out_or_gets_wrong(make, stub):
+    r = make()
+    bare = {k: v for k, v in _good().items() if k not in ("task_type", "outcome")}
+    stub.push(Reply(content=json.dumps(bare)), Reply(content=json.dumps(_good(task_type="refunds", outcome="success",
+                                                                             episode_id="other"))))
+    for eid in ("e1", "e2"):
+        out = r.reflect(_ep(eid, tools=("get_order", "issue_refund")), [])
+        assert isinstance(out, Reflection), out
+        assert (out.task_type, out.outcome, out.episode_id) == ("get_order+issue_refund", "failure", eid)
+    system = stub.requests[0].message("system")
+    assert '"task_type"' not in system and '"outcome"' not in system  # never asked for
+    assert set(prompts.REFLECTION_JSON_SCHEMA["required"]) == set(prompts.JUDGEMENT_FIELDS)
+
+
+def test_an_episode_with_no_derived_task_type_gets_none(make, stub):
+    r = make()
+    stub.push(Reply(content=json.dumps({k: v for k, v in _good().items() if k != "task_type"})))
+    ep = dataclasses.replace(_ep("e1"), task_type=None)
+    out = r.reflect(ep, [])
+    assert isinstance(out, Reflection) and out.task_type == "none"
+
+
+def _long_ep(eid: str, n_calls: int = 40) -> CompressedEpisode:
+    ep = _ep(eid, instruction="Change my flight " + "and also check the baggage allowance " * 12)
+    calls = tuple(f"update_reservation_flights(reservation_id=ZFA04Y, flights=[{i}], cabin=economy, "
+                  f"payment_id=credit_card_{i:07d})" for i in range(n_calls))
+    return dataclasses.replace(ep, calls=calls, tools=("update_reservation_flights",) * n_calls)
+
+
+def test_prompts_are_shrunk_to_the_models_context_and_every_request_fits(monkeypatch):
+    monkeypatch.setenv(KEY_ENV, KEY)
+    with OpenAIStub(default=_ok(), context_tokens=2048) as stub:
+        r = LiteLLMReflector(model="openai/stub", api_base=stub.base_url, api_key_env=KEY_ENV, max_tokens=600,
+                             context_tokens=2048, max_chars=4000, batch_size=4, sleep=lambda s: None)
+        items = [(_long_ep(f"e{i}"), [_long_ep(f"r{i}{j}") for j in range(5)]) for i in range(4)]
+        out = r.reflect_batch(items)
+        sizes = [stub.prompt_tokens(req.body) + req.body["max_tokens"] for req in stub.requests]
+    assert all(isinstance(o, Reflection) for o in out), out
+    assert max(sizes) <= 2048, sizes  # none refused by the server for its context
+    assert [o.episode_id for o in out] == ["e0", "e1", "e2", "e3"]
+    assert len(stub.requests) == 4  # four long episodes do not fit one 2k call: each went alone
+    assert all("episode r" not in req.message("user") or "more omitted" in req.message("user")
+               or req.message("user").count("episode r") < 5 for req in stub.requests)
+
+
+def test_an_episode_that_cannot_fit_is_rejected_prompt_too_long_without_a_call(make, stub):
+    r = make(max_tokens=700, context_tokens=1024)  # the system prompt alone leaves no room
+    out = r.reflect(_long_ep("e1"), [_long_ep("r1")])
+    assert isinstance(out, Rejection) and out.reason == "prompt_too_long"
+    assert "context of 1024 tokens" in out.detail and "reflect.llm.context_tokens" in out.detail
+    assert stub.requests == []
+
+
+def test_a_servers_context_window_error_is_prompt_too_long_and_not_retried(monkeypatch):
+    # the reflector believes the context is 8k; the server runs with 2k and says so
+    monkeypatch.setenv(KEY_ENV, KEY)
+    with OpenAIStub(default=_ok(), context_tokens=2048) as stub:
+        r = LiteLLMReflector(model="openai/stub", api_base=stub.base_url, api_key_env=KEY_ENV, max_tokens=800,
+                             context_tokens=8192, max_chars=4000, max_retries=3, sleep=lambda s: None)
+        out = r.reflect(_long_ep("e1"), [_long_ep(f"r{j}") for j in range(5)])
+        assert isinstance(out, Rejection) and out.reason == "prompt_too_long", out
+        assert "maximum context length is 2048" in out.detail
+        assert len(stub.requests) == 1
+
+
+def test_a_tau_bench_episode_with_its_related_episodes_is_well_under_2000_prompt_tokens():
+    from support import REPO
+
+    from hindsight_lab.config import LabConfig
+    from hindsight_lab.datasets import load
+    from hindsight_lab.reflect.budget import count_tokens
+    from hindsight_lab.reflect.compress import compress
+
+    cfg = LabConfig()
+    episodes, _ = load(REPO / "datasets" / "samples" / "tau-bench" / "gpt-4o-airline.sample.json")
+    assert len(episodes) >= 6
+    compressed = [compress(e, cfg.reflect.compress, cfg.episode.read_only_prefixes) for e in episodes]
+    sizes = [count_tokens("openai/x", prompts.build_messages(c, compressed[max(0, i - cfg.reflect.related_k):i],
+                                                             cfg.reflect.compress.max_chars))
+             for i, c in enumerate(compressed)]
+    assert max(sizes) < 2000, sizes
 
 
 def test_connection_refused_is_retried_then_rejected(make, stub):
@@ -318,7 +442,7 @@ def test_a_batch_of_four_is_one_call_mapped_back_by_episode_id(make, stub):
     user = req.message("user")
     for i, (ep, rel) in enumerate(items, 1):
         assert f"Episode {i} of 4 (episode_id: {ep.episode_id})" in user
-        assert ep.to_text(2000) in user and rel[0].to_text(1000) in user
+        assert ep.to_text(2000) in user and rel[0].to_text(500, brief=True) in user
     assert r.calls[-1]["batch_size"] == 4 and r.calls[-1]["attempts"] == 1
 
 
@@ -381,12 +505,14 @@ def test_batches_are_chunked_by_batch_size(make, stub):
 
 # -- prompts, registry, config -----------------------------------------------------------------------------------------
 def test_the_prompts_worked_examples_pass_and_fail_validation_as_they_claim():
-    rules = ReflectionRulesConfig()
-    assert isinstance(validate_reflection(prompts.GOOD_EXAMPLE, rules), Reflection)
-    assert isinstance(validate_reflection(prompts.BAD_EXAMPLE, rules), Rejection)
-    # negative control: the good example without its counter-examples is rejected too
-    assert validate_reflection({**json.loads(prompts.GOOD_EXAMPLE), "counter_examples": []},
-                               rules).reason == "empty_counter_examples"
+    rules, known = ReflectionRulesConfig(), {"task_type": "issue_refund", "outcome": "failure"}
+    assert isinstance(validate_reflection(prompts.GOOD_EXAMPLE, rules, known=known), Reflection)
+    assert isinstance(validate_reflection(prompts.BAD_EXAMPLE, rules, known=known), Rejection)
+    # negative controls: the good example without its counter-examples is rejected too, and without the known
+    # fields it lacks what the system fills in
+    assert validate_reflection({**json.loads(prompts.GOOD_EXAMPLE), "counter_examples": []}, rules,
+                               known=known).reason == "empty_counter_examples"
+    assert validate_reflection(prompts.GOOD_EXAMPLE, rules).reason == "missing_field"
 
 
 def test_related_episodes_are_bounded_in_the_prompt():

@@ -82,10 +82,11 @@ def guarded(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Any]
         assert srv.stop() == 0, srv.log_tail()
 
 
-def _status(url: str, token: str | None = None, method: str = "GET", body: bytes | None = None) -> int:
+def _status(url: str, token: str | None = None, method: str = "GET", body: bytes | None = None,
+            scheme: str = "Bearer") -> int:
     headers = {"Content-Type": "application/json", "Accept": "application/json, text/event-stream"}
     if token:
-        headers["Authorization"] = f"Bearer {token}"
+        headers["Authorization"] = f"{scheme} {token}"
     try:
         with urllib.request.urlopen(urllib.request.Request(url, data=body, method=method, headers=headers),
                                     timeout=5) as resp:
@@ -103,9 +104,13 @@ def test_every_http_request_needs_the_token(guarded: dict[str, Any]) -> None:
     assert _status(srv.url, method="POST", body=init) == 401
     assert _status(srv.url, "wrong-" + TOKEN, method="POST", body=init) == 401
     assert _status(srv.base_url + "/nowhere") == 401
+    assert _status(srv.base_url + "/health", TOKEN, scheme="Basic") == 401
     # negative control: the same requests with the token get through
     assert _status(srv.base_url + "/health", TOKEN) == 200
     assert _status(srv.url, TOKEN, method="POST", body=init) == 200
+    # regression (issue 16): the scheme is case-insensitive (RFC 9110 §11.1); "bearer …" got 401
+    assert _status(srv.base_url + "/health", TOKEN, scheme="bearer") == 200
+    assert _status(srv.base_url + "/health", TOKEN, scheme="BEARER") == 200
 
 
 def test_the_mcp_client_with_the_token_works(guarded: dict[str, Any]) -> None:

@@ -27,3 +27,33 @@ def test_an_empty_namespace_is_refused_not_read_as_the_default(pool: MemoryPool)
         pool.run("", lambda mem: mem.stats())
     assert pool.run(None, lambda mem: mem.stats()["candidates"]) == 1
     assert pool.namespaces() == [pool.default_namespace]
+
+
+def test_a_held_namespace_makes_callers_busy_after_the_wait_and_others_go_on(tmp_path: Path) -> None:
+    import threading
+    import time
+
+    from hindsight_lab.errors import Busy
+
+    cfg = LabConfig().with_params({"store.path": str(tmp_path / "store"), "server.lock_wait_s": 0.3})
+    pool = MemoryPool(cfg, embedder=HashingEmbedder(dim=64)).open()
+    held, release = threading.Event(), threading.Event()
+
+    def stuck(mem):
+        held.set()
+        release.wait(10)
+
+    worker = threading.Thread(target=pool.run, args=(None, stuck))
+    worker.start()
+    try:
+        assert held.wait(5)
+        t0 = time.monotonic()
+        with pytest.raises(Busy, match="namespace 'default' is busy.*server.lock_wait_s"):
+            pool.run(None, lambda mem: None)
+        assert 0.25 <= time.monotonic() - t0 < 3
+        assert pool.run("other", lambda mem: "answered") == "answered"  # another namespace is not held up
+    finally:
+        release.set()
+        worker.join(10)
+        pool.close()
+    assert not worker.is_alive()

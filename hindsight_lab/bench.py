@@ -278,10 +278,13 @@ def corpus_embeddings(texts: Sequence[str], embedder: Any, cache_dir: Path, *, s
 
 # --------------------------------------------------------------------------------------------------- measuring
 def _config(path: Path, model: str | None = None) -> Any:
-    """Default config on the store at ``path``, query cache off (``model``: the embedder it builds, if any)."""
+    """Default config on the store at ``path``, query cache off (``model``: the embedder it builds, if any).
+
+    Episodes are embedded by their instruction, the text the corpus matrix holds, so the exact search the recall is
+    measured against and the store index the same vectors."""
     from .config import LabConfig
 
-    params: dict[str, Any] = {"store.path": str(path), "embedder.query_cache_size": 0}
+    params: dict[str, Any] = {"store.path": str(path), "embedder.query_cache_size": 0, "episode.key": "instruction"}
     return LabConfig().with_params({**params, "embedder.model": model} if model else params)
 
 

@@ -9,6 +9,7 @@ import pytest
 
 from hindsight_lab import LabConfig
 from hindsight_lab.cli import main
+from hindsight_lab.errors import NothingToDo
 from hindsight_lab.metrics import Judgements
 from hindsight_lab.replay.engine import run_episodes
 from hindsight_lab.replay.report import HEADLINE, judge
@@ -72,7 +73,7 @@ def test_judging_is_system_independent(minilm, tmp_path):
 def test_empty_query_set_fails(tmp_path):
     bad = tmp_path / "one.jsonl"
     bad.write_text('{"episode_id": "e1", "task_id": "t", "instruction": "x", "steps": [], "outcome": "success"}\n')
-    with pytest.raises(ValueError, match="empty query set"):
+    with pytest.raises(NothingToDo, match="empty query set"):
         run_replay(bad, systems=["none"], embedder=None, config=LabConfig().with_params(
             {"embedder.model": "hashing-64"}))
 

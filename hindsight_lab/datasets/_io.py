@@ -51,6 +51,19 @@ class Fields:
     def __init__(self, path: str, label: str | None = None) -> None:
         self.path, self.label = path, label
 
+    def episode(self, fields: dict[str, Any]) -> Any:
+        """The trace-format episode built from ``fields``; a field it refuses is an error at this item."""
+        from pydantic import ValidationError as PydanticError
+
+        from ..trace import Episode
+
+        try:
+            return Episode.model_validate(fields)
+        except PydanticError as exc:
+            err = exc.errors()[0]
+            raise self.error(f"cannot build an episode: {err['msg']}",
+                             ".".join(str(p) for p in err["loc"]) or None) from None
+
     def error(self, message: str, field: str | None = None) -> TraceFormatError:
         return TraceFormatError(f"{self.label}: {message}" if self.label else message, path=self.path, field=field)
 

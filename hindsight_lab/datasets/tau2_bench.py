@@ -46,7 +46,6 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any, Mapping
 
-from pydantic import ValidationError as PydanticError
 
 from ..errors import TraceFormatError
 from ..trace import Episode
@@ -205,12 +204,7 @@ def _episode(item: Fields, sim: dict[str, Any], i: int, started_at: datetime | N
         "instruction": instruction, "steps": steps, "outcome": "success" if reward == 1.0 else "failure",
         "reward": reward, "failure_cause": None, "final_answer": final, "meta": meta,
     }
-    try:
-        return Episode.model_validate(episode)
-    except PydanticError as exc:
-        err = exc.errors()[0]
-        raise item.error(f"cannot build an episode: {err['msg']}",
-                         ".".join(str(p) for p in err["loc"]) or None) from None
+    return item.episode(episode)
 
 
 def _steps(item: Fields, messages: list[Any], where: str

@@ -36,7 +36,6 @@ from datetime import datetime, timedelta, timezone
 from pathlib import Path
 from typing import Any
 
-from pydantic import ValidationError as PydanticError
 
 from ._io import Fields, read_json_list
 from .limits import DEFAULT_LIMITS, ReadLimits
@@ -249,9 +248,4 @@ def _episode(item: _Item, n: int, named: str | None, domain_arg: str | None) -> 
         "meta": {"trial": trial, "source": "tau-bench",
                  "step_limit": "reward_info" in info and info["reward_info"] is None},
     }
-    try:
-        return Episode.model_validate(episode)
-    except PydanticError as exc:
-        err = exc.errors()[0]
-        raise item.error(f"cannot build an episode: {err['msg']}",
-                         ".".join(str(p) for p in err["loc"]) or None) from None
+    return item.episode(episode)

@@ -1,0 +1,98 @@
+"""A memory record's life: how an episode becomes an L2 record, dedup on write, promotion to an L3 rule,
+explicit feedback, and decay and archive on the maintenance clock."""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import Field, field_validator
+
+from .base import RECALL, WRITE, Section, affects
+
+
+class EpisodeConfig(Section):
+    """How a finished episode becomes one L2 episode record (no LLM involved)."""
+
+    key: Literal["instruction", "request_tools", "summary"] = Field("request_tools",
+                                                                   json_schema_extra=affects(WRITE, RECALL))
+    """What an episode record is found by (embedded, and indexed for keywords): the instruction followed by the
+    names of the tools it called (``request_tools``), the instruction alone, or the whole stored summary. A
+    replay's ``dense`` and ``bm25`` baselines index ``request_tools`` whatever this is."""
+    summary_max_chars: int = Field(600, ge=80, json_schema_extra=affects(WRITE, RECALL))
+    """Length bound of the stored summary text."""
+    success_confidence: float = Field(0.8, ge=0, le=1, json_schema_extra=affects(WRITE, RECALL))
+    """Confidence of an episode record whose outcome is success."""
+    partial_confidence: float = Field(0.6, ge=0, le=1, json_schema_extra=affects(WRITE, RECALL))
+    """Confidence of an episode record whose outcome is partial."""
+    failure_confidence: float = Field(0.5, ge=0, le=1, json_schema_extra=affects(WRITE, RECALL))
+    """Confidence of an episode record whose outcome is failure (failures still carry lessons)."""
+    retire_contradicted_after: int = Field(2, ge=0, json_schema_extra=affects(WRITE, RECALL))
+    """Archive stored successes once at least this many later runs in a row repeated their tools up to a
+    state-changing step they had passed and were refused there (a lucky success, or a rule of the world that
+    changed), and the run is too long to be chance at that step (``retire_significance``); a later success past
+    that step brings them back (:mod:`hindsight_lab.evidence`). 0 never retires."""
+    retire_significance: float = Field(0.05, gt=0, lt=1, json_schema_extra=affects(WRITE, RECALL))
+    """A run of refusals retires only if a run that long would come by chance, at the step's earlier refusal rate,
+    with a probability below this over as many tries as the step has had."""
+    read_only_prefixes: tuple[str, ...] = Field(
+        ("get", "search", "list", "find", "lookup", "read", "fetch", "query", "calculate", "think", "check",
+         "verify", "quote", "view", "show", "transfer", "finish", "answer", "respond"),
+        json_schema_extra=affects(WRITE, RECALL))
+    """Tool names starting with one of these (case-insensitive, before ``_`` or a capital) only read or talk; the
+    task_type derived from an episode is the sorted set of the *other* tools it called (``read_only`` when
+    none)."""
+
+
+class DedupConfig(Section):
+    """Dedup on write for candidates and rules (article §8.2)."""
+
+    similarity: float = Field(0.92, ge=0, le=1, json_schema_extra=affects(WRITE))
+    """Cosine similarity at or above which a new rule merges into the nearest existing one."""
+    same_task_type: bool = Field(True, json_schema_extra=affects(WRITE))
+    """Merge only records of the same task_type when both have one."""
+
+
+class PromotionConfig(Section):
+    """When a candidate becomes an L3 rule (article §3.3, "three verifications")."""
+
+    min_hits: int = Field(3, ge=1, json_schema_extra=affects(WRITE))
+    """Number of *different* source episodes that must confirm a candidate."""
+    min_mean_confidence: float = Field(0.7, ge=0, le=1, json_schema_extra=affects(WRITE))
+    """The running mean confidence must be strictly above this."""
+    require_counter_examples: bool = Field(True, json_schema_extra=affects(WRITE))
+    """Never promote a candidate without counter_examples (article §8.5)."""
+
+
+
+class FeedbackConfig(Section):
+    """Explicit feedback on a memory (DESIGN §2.5)."""
+
+    up_step: float = Field(0.1, ge=0, le=1, json_schema_extra=affects(WRITE))
+    """Confidence added by an up (capped at 1)."""
+    down_step: float = Field(0.2, ge=0, le=1, json_schema_extra=affects(WRITE))
+    """Confidence removed by a down (floored at 0)."""
+    delete_after_downs: int = Field(2, ge=1, json_schema_extra=affects(WRITE))
+    """The down that brings a record to this many downs deletes it."""
+
+
+class DecayConfig(Section):
+    """Decay and archive on the maintenance clock (DESIGN §2.6, article §7.3)."""
+
+    archive_unretrieved: bool = Field(True, json_schema_extra=affects(WRITE))
+    """Archive L2 records unretrieved for ``l2_archive_days`` (retrieval-driven; replays switch it off)."""
+    l2_archive_days: float = Field(30.0, gt=0, json_schema_extra=affects(WRITE))
+    """Days without retrieval after which an L2 record is archived."""
+    l3_decay_days: tuple[float, ...] = Field((90.0, 180.0), json_schema_extra=affects(WRITE))
+    """Ages (days since the later of last_triggered_at and last_confirmed_at) at which an L3 rule decays."""
+    l3_decay_factor: float = Field(0.8, gt=0, le=1, json_schema_extra=affects(WRITE))
+    """Confidence multiplier applied at each decay age."""
+    l3_archive_days: float = Field(270.0, gt=0, json_schema_extra=affects(WRITE))
+    """Age at which an untriggered, unconfirmed L3 rule is archived."""
+
+    @field_validator("l3_decay_days")
+    @classmethod
+    def _increasing(cls, v: tuple[float, ...]) -> tuple[float, ...]:
+        if any(b <= a for a, b in zip(v, v[1:])) or any(d <= 0 for d in v):
+            raise ValueError("must be positive and strictly increasing")
+        return v
+

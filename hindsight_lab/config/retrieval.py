@@ -1,0 +1,98 @@
+"""Recall: the recall paths, the rerank and its weights, the task-type classifier and the injection budget."""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import Field
+
+from .base import RECALL, Section, affects
+
+
+class WeightsConfig(Section):
+    """Rerank weights: ``w1·semantic + w2·lexical + w3·task_type + w4·confidence + w5·recency − w6·redundancy``."""
+
+    semantic: float = Field(0.5, ge=0, json_schema_extra=affects(RECALL))
+    """w1: cosine similarity to the query, clipped to [0, 1]."""
+    lexical: float = Field(0.2, ge=0, json_schema_extra=affects(RECALL))
+    """w2: BM25 score of the record's matched text for the query, over the best score in the store ([0, 1])."""
+    task_type: float = Field(0.2, ge=0, json_schema_extra=affects(RECALL))
+    """w3: 1 when the record's task_type equals the query's (given or inferred), else 0."""
+    confidence: float = Field(0.05, ge=0, json_schema_extra=affects(RECALL))
+    """w4: the record's confidence."""
+    recency: float = Field(0.05, ge=0, json_schema_extra=affects(RECALL))
+    """w5: ``0.5 ** (age / half_life)``, age from last_confirmed_at else created_at."""
+    redundancy: float = Field(0.1, ge=0, json_schema_extra=affects(RECALL))
+    """w6: penalty on the highest similarity to a record already selected (greedy, MMR-style)."""
+
+    def vector(self) -> tuple[float, ...]:
+        """``(w1, …, w6)`` in the rerank's order."""
+        return (self.semantic, self.lexical, self.task_type, self.confidence, self.recency, self.redundancy)
+
+
+class ClassifierConfig(Section):
+    """The light task-type classifier used when a query comes without task_type, trained on stored episodes (each
+    labelled with the task type derived from its tools); it abstains when unsure."""
+
+    enabled: bool = Field(True, json_schema_extra=affects(RECALL))
+    """Infer the query's task_type when the caller gives none."""
+    method: Literal["knn", "logistic", "embedding"] = Field("knn", json_schema_extra=affects(RECALL))
+    """``knn``: a similarity-weighted vote of the ``k`` nearest stored episodes (the vector path's neighbours);
+    ``logistic``: logistic regression over TF-IDF of the stored instructions with names, places, numbers and
+    e-mail addresses masked (:mod:`hindsight_lab.retrieve.classify`); ``embedding``: logistic regression over the
+    sentence embeddings of those masked instructions, with each task type also described by the words of its
+    tools (``describe_weight``; one more embedding per search, of the masked query). ``logistic`` and
+    ``embedding`` resist lexical lures better (synthetic lures), ``knn`` ranked better on tau-bench, whose task
+    types derived from failed runs are noisy."""
+    learn_from: Literal["all", "successes"] = Field("all", json_schema_extra=affects(RECALL))
+    """The stored episodes it learns from (``knn``: the neighbours that vote): ``all``, or only ``successes``. A
+    failed run's derived task type is what its agent did, not what the task needed: where an agent's default path
+    skips a step, its failures share one truncated type and outvote the runs that succeeded (the live
+    environment: ``successes`` does better there), while on tau-bench the failed trials of a task fail alike and
+    carry its signal (``all`` ranks better there)."""
+    max_per_type: int = Field(50, ge=1, json_schema_extra=affects(RECALL))
+    """``logistic``, ``embedding``: the newest episodes of each task type it learns from."""
+    describe_weight: float = Field(10.0, ge=0, json_schema_extra=affects(RECALL))
+    """``embedding``: sample weight of each task type's description (the words of the tools its stored episodes
+    called) as a training example; 0 leaves descriptions out."""
+    k: int = Field(10, ge=1, json_schema_extra=affects(RECALL))
+    """``knn``: nearest episodes that vote."""
+    min_votes: int = Field(2, ge=1, json_schema_extra=affects(RECALL))
+    """Abstain unless the winning task_type has at least this many stored examples (``knn``: among the voters)."""
+    min_share: float = Field(0.5, ge=0, le=1, json_schema_extra=affects(RECALL))
+    """Abstain unless the winning task_type's probability (``knn``: share of the vote weight) is above this."""
+
+
+class RetrievalConfig(Section):
+    """Three-path recall, rerank, and the injection budget (DESIGN §3)."""
+
+    top_k: int = Field(5, ge=1, json_schema_extra=affects(RECALL))
+    """Most memories injected (triggered rules included)."""
+    path_depth: int = Field(20, ge=1, json_schema_extra=affects(RECALL))
+    """Records taken from each recall path before the rerank."""
+    min_similarity: float = Field(0.2, ge=-1, le=1, json_schema_extra=affects(RECALL))
+    """Vector-path neighbours below this cosine similarity are dropped."""
+    min_score: float = Field(0.0, json_schema_extra=affects(RECALL))
+    """Reranked results below this total score are dropped (triggered rules excepted)."""
+    min_relative_score: float = Field(0.0, ge=0, le=1, json_schema_extra=affects(RECALL))
+    """Early stop: results whose total score is below this fraction of the best result's are dropped (triggered
+    rules excepted); 0 keeps everything up to top_k and the budget. Trades recall for injected tokens."""
+    enough_score: float | None = Field(None, json_schema_extra=affects(RECALL))
+    """Early stop on a sure first memory: when the best result's total score is at least this, it is injected
+    alone (triggered rules excepted); None turns it off. Trades recall for injected tokens, like
+    ``min_relative_score``, but by how sure the first result is rather than by the gap to the next ones."""
+    max_triggered: int = Field(2, ge=0, json_schema_extra=affects(RECALL))
+    """Triggered rules guaranteed a place in the result."""
+    token_budget: int = Field(600, ge=1, json_schema_extra=affects(RECALL))
+    """Token budget of the injected memories, counted with the embedding model's tokenizer."""
+    recency_half_life_days: float = Field(14.0, gt=0, json_schema_extra=affects(RECALL))
+    """Half-life of the recency term, in days."""
+    weights: WeightsConfig = WeightsConfig()
+    """Rerank weights."""
+    classifier: ClassifierConfig = ClassifierConfig()
+    """Task-type inference for queries without task_type."""
+    track_retrievals: bool = True
+    """Update last_retrieved_at and debug_trace on every retrieval (bookkeeping; never read by ranking)."""
+    debug_trace_max: int = Field(50, ge=0)
+    """Entries kept in a record's debug_trace (oldest dropped first)."""
+

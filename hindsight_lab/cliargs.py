@@ -4,6 +4,7 @@ named by ``--store PATH|URL``."""
 from __future__ import annotations
 
 import argparse
+from typing import Any
 
 from .config import LabConfig
 from .errors import HindsightLabError
@@ -12,6 +13,12 @@ from .errors import HindsightLabError
 def load_config(args: argparse.Namespace) -> LabConfig:
     """``--config`` (default ``LabConfig()``) with every ``--set`` override applied (values parsed as YAML)."""
     cfg = LabConfig.from_yaml(args.config) if getattr(args, "config", None) else LabConfig()
+    overrides = set_overrides(args)
+    return cfg.with_params(overrides) if overrides else cfg
+
+
+def set_overrides(args: argparse.Namespace) -> dict[str, Any]:
+    """The ``--set KEY=VALUE`` overrides as ``{dotted key: value parsed as YAML}``, in the order given."""
     overrides = {}
     for item in getattr(args, "set", None) or []:
         key, sep, value = item.partition("=")
@@ -20,7 +27,7 @@ def load_config(args: argparse.Namespace) -> LabConfig:
         import yaml
 
         overrides[key.strip()] = yaml.safe_load(value)
-    return cfg.with_params(overrides) if overrides else cfg
+    return overrides
 
 
 def store_params(store: str | None) -> dict[str, str]:

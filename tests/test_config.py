@@ -127,3 +127,41 @@ def test_export_keeps_the_llm_connection_and_never_echoes_a_pasted_key(tmp_path)
     with pytest.raises(ConfigError, match="must be the NAME of the environment variable") as err:
         LabConfig().with_params({"reflect.llm.api_key_env": secret})
     assert secret not in str(err.value) and "not shown" in str(err.value)
+
+
+def test_a_server_section_is_ignored_with_a_deprecation_warning(tmp_path):
+    # LabConfig describes the memory system only; a file written before the server's settings moved out (it has a
+    # server: section) still loads, for one release, and says where the section went
+    from hindsight_lab.server.config import ServerConfig, served_yaml
+
+    path = tmp_path / "old.yaml"
+    served_yaml(LabConfig().with_params({"retrieval.top_k": 7}), ServerConfig(tool_prefix="team_"), path)
+    with pytest.warns(DeprecationWarning, match="server settings now belong to hindsight_lab.server.config."
+                                                "ServerConfig; hindsight-lab serve reads the section") as info:
+        cfg = LabConfig.from_yaml(path)
+    assert len(info) == 1 and info[0].filename == __file__  # once, at the caller
+    assert cfg == LabConfig().with_params({"retrieval.top_k": 7}) and not hasattr(cfg, "server")
+    with pytest.warns(DeprecationWarning, match="server settings now belong"):
+        assert LabConfig.from_dict({"server": None}) == LabConfig()
+    with pytest.raises(ConfigError, match="colour: unknown config key"), pytest.warns(DeprecationWarning):
+        LabConfig.from_dict({"server": {}, "colour": 1})  # only the server section is let through
+
+
+def test_with_params_refuses_server_keys_and_names_their_new_place():
+    # refused, not ignored: a caller that sets server.lock_wait_s on a LabConfig must not believe it took effect
+    for key, value in (("server.tool_prefix", "team_"), ("server", {"lock_wait_s": 1.0})):
+        with pytest.raises(ConfigError, match=rf"{key}: server settings now belong to hindsight_lab\.server\.config"
+                                              r"\.ServerConfig.*serve --set"):
+            LabConfig().with_params({key: value})
+    assert "server" not in LabConfig().to_dict() and not any(k.startswith("server") for k in LabConfig.describe())
+
+
+def test_server_config_from_the_config_package_warns_and_is_the_servers(monkeypatch):
+    import hindsight_lab.config as config_package
+    from hindsight_lab.server.config import ServerConfig
+
+    monkeypatch.delitem(vars(config_package), "ServerConfig", raising=False)  # the shim caches it after one lookup
+    with pytest.warns(DeprecationWarning, match="moved to hindsight_lab.server.config.ServerConfig"):
+        assert config_package.ServerConfig is ServerConfig
+    with pytest.raises(AttributeError, match="no attribute 'NoSuchConfig'"):
+        config_package.NoSuchConfig  # noqa: B018

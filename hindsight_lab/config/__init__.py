@@ -18,6 +18,9 @@ Examples:
 
 from __future__ import annotations
 
+import warnings
+from typing import Any
+
 from .base import (
     RECALL,
     REFLECT,
@@ -30,7 +33,7 @@ from .base import (
     shown_env_name,
 )
 from .conflicts import ConflictsConfig, LLMJudgeConfig
-from .lab import SCHEMA_VERSION, LabConfig, Provenance
+from .lab import SCHEMA_VERSION, SERVER_MOVED, LabConfig, Provenance
 from .lifecycle import DecayConfig, DedupConfig, EpisodeConfig, FeedbackConfig, PromotionConfig
 from .reflect import (
     CompressConfig,
@@ -40,7 +43,6 @@ from .reflect import (
     ReflectTriggersConfig,
 )
 from .retrieval import ClassifierConfig, RetrievalConfig, WeightsConfig
-from .server import ServerConfig
 from .store import EmbedderConfig, HnswConfig, StoreConfig
 
 __all__ = [
@@ -48,6 +50,22 @@ __all__ = [
     "ClassifierConfig", "CompressConfig", "ConflictsConfig", "DecayConfig", "DedupConfig", "EmbedderConfig",
     "EpisodeConfig", "FeedbackConfig", "HnswConfig", "LLMJudgeConfig", "LLMReflectorConfig", "LabConfig",
     "PromotionConfig", "Provenance", "ReflectConfig", "ReflectTriggersConfig", "ReflectionRulesConfig",
-    "RetrievalConfig", "Section", "ServerConfig", "StoreConfig", "WeightsConfig",
+    "RetrievalConfig", "SERVER_MOVED", "Section", "StoreConfig", "WeightsConfig",
     "affects", "describe_validation_error", "env_var_name", "read_yaml_mapping", "shown_env_name",
 ]
+
+
+def __getattr__(name: str) -> Any:
+    """``hindsight_lab.config.ServerConfig`` for one release, with a ``DeprecationWarning`` naming its new place.
+
+    The one import of the server from the config package, inside this function so that importing the config
+    never imports the server; it goes with the shim.
+    """
+    if name == "ServerConfig":
+        warnings.warn("hindsight_lab.config.ServerConfig moved to hindsight_lab.server.config.ServerConfig",
+                      DeprecationWarning, stacklevel=2)
+        from ..server.config import ServerConfig
+
+        globals()["ServerConfig"] = ServerConfig  # warned once: later lookups find the name itself
+        return ServerConfig
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

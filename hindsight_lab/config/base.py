@@ -71,12 +71,13 @@ def shown_env_name(value: str | None) -> str:
     return "(a value that is not shown: it does not look like a variable name, and may be a key)"
 
 
-def describe_validation_error(exc: ValidationError, source: str) -> str:
+def describe_validation_error(exc: ValidationError, source: str, *, prefix: str = "") -> str:
     """One message for every error of a pydantic validation: each as ``dotted.key: what is wrong (got value)``,
-    after ``source`` (a file name, ``with_params``); an ``api_key_env`` value is never echoed."""
+    after ``source`` (a file name, ``with_params``); ``prefix`` goes before every key (a section validated on its
+    own, e.g. ``server.``); an ``api_key_env`` value is never echoed."""
     parts = []
     for err in exc.errors():
-        loc = ".".join(str(p) for p in err["loc"]) or "<root>"
+        loc = (prefix + ".".join(str(p) for p in err["loc"])).rstrip(".") or "<root>"
         if err["type"] == "extra_forbidden":
             parts.append(f"{loc}: unknown config key")
         elif loc.endswith("api_key_env"):  # never echo what may be a secret

@@ -13,6 +13,7 @@ Examples:
 
 from __future__ import annotations
 
+import warnings
 from pathlib import Path
 from typing import Any, Literal, Mapping
 
@@ -24,10 +25,13 @@ from .conflicts import ConflictsConfig
 from .lifecycle import DecayConfig, DedupConfig, EpisodeConfig, FeedbackConfig, PromotionConfig
 from .reflect import ReflectConfig
 from .retrieval import RetrievalConfig
-from .server import ServerConfig
 from .store import EmbedderConfig, StoreConfig
 
 SCHEMA_VERSION = 1
+
+SERVER_MOVED = ("server settings now belong to hindsight_lab.server.config.ServerConfig; hindsight-lab serve reads "
+                "the section from the same file")
+"""Why a ``server`` section or key is not LabConfig's any more (it was until the config/ package)."""
 
 
 class Provenance(Section):
@@ -41,7 +45,6 @@ class Provenance(Section):
     """Headline metrics of the tuned config."""
     package_version: str | None = None
     """hindsight_lab version that produced it."""
-
 
 
 class LabConfig(Section):
@@ -75,8 +78,6 @@ class LabConfig(Section):
     """The conflict pass of maintenance: clustering, contradiction checks, resolution."""
     reflect: ReflectConfig = ReflectConfig()
     """Reflection: triggers, compression, validation, reflector."""
-    server: ServerConfig = ServerConfig()
-    """The MCP memory server: tool names, input limits, maintenance schedule, bearer token."""
     provenance: Provenance | None = None
     """Where this config came from (set by export)."""
 
@@ -90,16 +91,29 @@ class LabConfig(Section):
     # ------------------------------------------------------------------ construction
     @classmethod
     def from_dict(cls, data: Mapping[str, Any] | None, *, source: str = "config") -> "LabConfig":
-        """Validate a nested mapping; a bad field raises :class:`ConfigError` naming it and the source."""
-        try:
-            return cls.model_validate(dict(data or {}))
-        except ValidationError as exc:
-            raise ConfigError(describe_validation_error(exc, source)) from None
+        """Validate a nested mapping; a bad field raises :class:`ConfigError` naming it and the source.
+
+        A ``server`` section (where LabConfig used to hold the server's settings) is ignored with a
+        ``DeprecationWarning``: :func:`hindsight_lab.server.config.load_served` reads it.
+        """
+        return cls._validated(data, source)
 
     @classmethod
     def from_yaml(cls, path: str | Path) -> "LabConfig":
         """Load a YAML file (as written by :meth:`to_yaml` or ``export``)."""
-        return cls.from_dict(read_yaml_mapping(path, "config file"), source=str(path))
+        return cls._validated(read_yaml_mapping(path, "config file"), str(path))
+
+    @classmethod
+    def _validated(cls, data: Mapping[str, Any] | None, source: str) -> "LabConfig":
+        data = dict(data or {})
+        if "server" in data:  # for one release; then it is an unknown key like any other
+            del data["server"]
+            warnings.warn(f"{source}: its server section is ignored: {SERVER_MOVED}", DeprecationWarning,
+                          stacklevel=3)  # the caller of from_dict / from_yaml
+        try:
+            return cls.model_validate(data)
+        except ValidationError as exc:
+            raise ConfigError(describe_validation_error(exc, source)) from None
 
     def to_dict(self, *, only_behaviour: bool = False) -> dict[str, Any]:
         """Nested plain dict (tuples as lists). ``only_behaviour`` keeps only fields marked ``affects``, plus
@@ -138,6 +152,9 @@ class LabConfig(Section):
         known = set(self.flat(include_sections=True))
         data = self.model_dump(mode="python")
         for key, value in updates.items():
+            if key.split(".")[0] == "server":  # not ignored: the caller would believe the setting is in effect
+                raise ConfigError(f"{key}: {SERVER_MOVED}: give it to the server as ServerConfig, or as "
+                                  f"hindsight-lab serve --set {key}=...")
             if key not in known:
                 close = [k for k in sorted(known) if k.split(".")[-1] == key.split(".")[-1]]
                 hint = f"; did you mean {close[0]!r}?" if close else ""

@@ -3,7 +3,9 @@
 - :mod:`~hindsight_lab.server.app`: the four tools (``memory_write``, ``memory_search``, ``memory_reflect``,
   ``memory_feedback``) with the configured name prefix and namespaces; :mod:`~hindsight_lab.server.models` their
   inputs and structured outputs; :mod:`~hindsight_lab.server.limits` the input size limits.
-- :mod:`~hindsight_lab.server.pool`: one ``MemorySystem`` per namespace behind one lock.
+- :mod:`~hindsight_lab.server.config`: :class:`~hindsight_lab.server.config.ServerConfig`, the server's own settings
+  (the ``server:`` section of a served config file), and reading such a file.
+- :mod:`~hindsight_lab.server.pool`: one ``MemorySystem`` per namespace, each behind its own lock.
 - :mod:`~hindsight_lab.server.http`, :mod:`~hindsight_lab.server.auth`: streamable HTTP, health, bearer token;
   :mod:`~hindsight_lab.server.healthcheck` the container health check.
 - :mod:`~hindsight_lab.server.maintenance`: maintenance on a schedule.

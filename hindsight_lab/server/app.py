@@ -10,7 +10,9 @@ This module imports the ``mcp`` SDK: import it only when serving. (No ``from __f
 here: the SDK reads the tools' annotations to build their schemas.)
 
 Examples:
-    >>> server = build_server(MemoryPool(LabConfig().with_params({"store.path": "s"})).open())  # doctest: +SKIP
+    >>> settings = ServerConfig()
+    >>> pool = MemoryPool(LabConfig().with_params({"store.path": "s"}), settings).open()  # doctest: +SKIP
+    >>> server = build_server(pool, settings)  # doctest: +SKIP
     >>> server.run("stdio")  # doctest: +SKIP
 """
 
@@ -23,6 +25,7 @@ from pydantic import Field
 from .. import __version__
 from ..errors import HindsightLabError
 from ..trace import Episode
+from .config import ServerConfig
 from .limits import Limits
 from .models import (
     FeedbackOut,
@@ -76,13 +79,13 @@ def tool_names(prefix: str) -> dict[str, str]:
     return {name: f"{prefix}{name}" for name in TOOLS}
 
 
-def build_server(pool: MemoryPool) -> "MCPServer":
-    """The MCP server with the four tools on an open pool, named with ``pool.config.server.tool_prefix``."""
+def build_server(pool: MemoryPool, settings: ServerConfig) -> "MCPServer":
+    """The MCP server with the four tools on an open pool, named with ``settings.tool_prefix`` and bound by its
+    input limits."""
     from mcp.server.mcpserver import MCPServer
 
-    cfg = pool.config.server
-    limits = Limits(cfg)
-    names = tool_names(cfg.tool_prefix)
+    limits = Limits(settings)
+    names = tool_names(settings.tool_prefix)
     server = MCPServer("hindsight-lab", version=__version__, instructions=INSTRUCTIONS.format(**names),
                        log_level="INFO")
 

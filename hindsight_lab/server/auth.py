@@ -1,6 +1,6 @@
 """Who may talk to the HTTP server: loopback by default, a bearer token for anything else.
 
-- The token lives in an environment variable that the config names (``server.token_env``, default
+- The token lives in an environment variable that the server's settings name (``server.token_env``, default
   ``HINDSIGHT_MCP_TOKEN``); the config never holds it and nothing logs it.
 - A bind to a non-loopback address without a token is refused (:func:`check_bind`).
 - With a token, :class:`BearerAuth` checks ``Authorization: Bearer <token>`` on every HTTP request, the health

@@ -38,6 +38,7 @@ import numpy as np
 from .._env import home
 from ..config import LabConfig
 from ..errors import ConfigError
+from .config import ServerConfig
 
 logger = logging.getLogger(__name__)
 
@@ -51,7 +52,8 @@ def add_mcp_bench_arguments(parser: argparse.ArgumentParser) -> None:
     group.add_argument("--mcp", action="store_true", help="benchmark a memory server over streamable HTTP instead")
     group.add_argument("--clients", type=int, default=8, help="concurrent MCP clients (default 8)")
     group.add_argument("--ops", type=int, default=200, help="operations per client (default 200)")
-    group.add_argument("--config", help="LabConfig YAML the server loads (default: the defaults)")
+    group.add_argument("--config", help="LabConfig YAML the server loads, with an optional server: section "
+                       "(default: the defaults)")
     group.add_argument("--set", action="append", metavar="KEY=VALUE", help="dotted config override (repeatable)")
     group.add_argument("--store", help="store folder or Chroma server URL (default: a temporary folder)")
     group.add_argument("--seed", type=int, default=0, help="seed of the operation mix and texts")
@@ -167,12 +169,14 @@ def _latency(ms: list[float]) -> dict[str, float]:
             "max": float(a.max())}
 
 
-def run_mcp_bench(config: LabConfig, *, clients: int = 8, ops: int = 200, store: str | None = None,
-                  seed: int = 0, token: str | None = None) -> dict[str, Any]:
-    """Start a server, run the clients, stop it, check the store; the figures as a dict."""
+def run_mcp_bench(config: LabConfig, settings: ServerConfig | None = None, *, clients: int = 8, ops: int = 200,
+                  store: str | None = None, seed: int = 0, token: str | None = None) -> dict[str, Any]:
+    """Start a server (``config``, and ``settings`` as its ``server:`` section), run the clients, stop it, check the
+    store; the figures as a dict."""
     import anyio
 
     from .app import tool_names
+    from .config import served_yaml
     from .process import ServeProcess
 
     if clients < 1 or ops < 1:
@@ -180,13 +184,14 @@ def run_mcp_bench(config: LabConfig, *, clients: int = 8, ops: int = 200, store:
     run_id = uuid.uuid4().hex[:8]
     namespaces = [f"bench-{run_id}-{i}" for i in range(N_NAMESPACES)]
     words = vocabulary()
-    tools = {k.removeprefix("memory_"): v for k, v in tool_names(config.server.tool_prefix).items()}
+    settings = settings if settings is not None else ServerConfig()
+    tools = {k.removeprefix("memory_"): v for k, v in tool_names(settings.tool_prefix).items()}
     with tempfile.TemporaryDirectory(prefix="hindsight-mcp-bench-") as tmp:
         where = store or str(Path(tmp) / "store")
         cfg = config.with_params({"store.url": where, "store.path": None} if "://" in where
                                  else {"store.path": where, "store.url": None})
         cfg_path = Path(tmp) / "config.yaml"
-        cfg.to_yaml(cfg_path)
+        served_yaml(cfg, settings, cfg_path)
         runners = [_Client(k, ops, seed, namespaces[k % N_NAMESPACES], words, tools, run_id) for k in range(clients)]
         srv = ServeProcess(cfg_path, where, token=token, log=Path(tmp) / "server.log").start()
         try:
@@ -235,12 +240,13 @@ def format_mcp_table(out: dict[str, Any]) -> str:
 
 def run_mcp_bench_cli(args: argparse.Namespace) -> int:
     """Run the MCP bench, print the figures and write the JSON; 0 whether or not anything failed."""
-    from ..cliargs import load_config
+    from ..cliargs import set_overrides
     from .auth import read_token
+    from .config import load_served
 
-    cfg = load_config(args)
-    out = run_mcp_bench(cfg, clients=args.clients, ops=args.ops, store=args.store, seed=args.seed,
-                        token=read_token(cfg.server.token_env))
+    cfg, settings = load_served(args.config, set_overrides(args))
+    out = run_mcp_bench(cfg, settings, clients=args.clients, ops=args.ops, store=args.store, seed=args.seed,
+                        token=read_token(settings.token_env))
     path = Path(args.out) if args.out else home() / "bench" / f"mcp-{datetime.now():%Y%m%d-%H%M%S}.json"
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(json.dumps(out, indent=2), encoding="utf-8")

@@ -1,6 +1,8 @@
 """``hindsight-lab serve``: the MCP memory server on stdio or streamable HTTP.
 
-The config file says how memory behaves (an exported :class:`~hindsight_lab.config.LabConfig`, loaded unchanged);
+The config file says how memory behaves (an exported :class:`~hindsight_lab.config.LabConfig`, loaded unchanged)
+and, in an optional ``server:`` section, how the server runs (:class:`~hindsight_lab.server.config.ServerConfig`;
+``--set server.<key>=...`` overrides it);
 ``--store`` says where it lives: a folder (embedded Chroma) or a Chroma server URL. One server process writes a
 store. Logs go to stderr (stdout is the stdio transport's channel); the token is never logged.
 
@@ -22,14 +24,16 @@ logger = logging.getLogger(__name__)
 
 def add_serve_arguments(parser: argparse.ArgumentParser) -> None:
     """The ``serve`` options; the command body is :func:`run_serve_cli`."""
-    parser.add_argument("--config", required=True, help="LabConfig YAML file (e.g. one written by export)")
+    parser.add_argument("--config", required=True, help="LabConfig YAML file (e.g. one written by export), with an "
+                        "optional server: section")
     parser.add_argument("--store", required=True, help="folder of an embedded Chroma store, or a Chroma server URL")
     parser.add_argument("--transport", choices=["stdio", "http"], default="stdio",
                         help="stdio for one local client (default), http (streamable HTTP at /mcp) for many")
     parser.add_argument("--host", default="127.0.0.1", help="HTTP bind address (default 127.0.0.1; any other "
                         "needs a bearer token in the variable server.token_env names)")
     parser.add_argument("--port", type=int, default=8765, help="HTTP port (default 8765)")
-    parser.add_argument("--set", action="append", metavar="KEY=VALUE", help="dotted config override (repeatable)")
+    parser.add_argument("--set", action="append", metavar="KEY=VALUE", help="dotted config override (repeatable); "
+                        "server.<key> sets the server's own settings")
     parser.add_argument("--log-level", default="INFO", choices=["DEBUG", "INFO", "WARNING", "ERROR"],
                         help="log level on stderr (default INFO)")
     parser.set_defaults(func=run_serve_cli)
@@ -46,17 +50,18 @@ def _redact(store: str) -> str:
 
 def run_serve_cli(args: argparse.Namespace) -> int:
     """Load the config, check the bind, open the store, serve until the transport ends."""
-    from ..cliargs import load_config
+    from ..cliargs import set_overrides
     from .auth import check_bind, read_token
+    from .config import load_served
 
     logging.basicConfig(stream=sys.stderr, level=args.log_level,
                         format="%(asctime)s %(levelname)s %(name)s: %(message)s")
-    cfg = load_config(args)
+    cfg, settings = load_served(args.config, set_overrides(args))
     cfg = cfg.with_params({"store.url": args.store} if "://" in args.store else {"store.path": args.store})
     token = None
     if args.transport == "http":
-        token = read_token(cfg.server.token_env)
-        check_bind(args.host, token, cfg.server.token_env)  # before anything heavy is loaded
+        token = read_token(settings.token_env)
+        check_bind(args.host, token, settings.token_env)  # before anything heavy is loaded
 
     import anyio
 
@@ -64,20 +69,20 @@ def run_serve_cli(args: argparse.Namespace) -> int:
     from .maintenance import MaintenanceSchedule, alongside
     from .pool import MemoryPool
 
-    pool = MemoryPool(cfg).open()
+    pool = MemoryPool(cfg, settings).open()
     try:
-        server = build_server(pool)
-        schedule = MaintenanceSchedule(pool, cfg.server.maintenance_interval_s)
+        server = build_server(pool, settings)
+        schedule = MaintenanceSchedule(pool, settings.maintenance_interval_s)
         where = f"Chroma server {_redact(args.store)}" if cfg.store.url else f"embedded store {args.store}"
         logger.info("serving %s over %s; model %s; namespace %r; tools %s; maintenance every %s s", where,
                     args.transport if args.transport == "stdio" else f"http://{args.host}:{args.port}/mcp",
-                    cfg.embedder.model, pool.default_namespace, ", ".join(tool_names(cfg.server.tool_prefix).values()),
-                    cfg.server.maintenance_interval_s or "- (off)")
+                    cfg.embedder.model, pool.default_namespace, ", ".join(tool_names(settings.tool_prefix).values()),
+                    settings.maintenance_interval_s or "- (off)")
         if args.transport == "http":
             from .http import build_http_app, serve_http
 
-            logger.info("bearer token: %s", f"required (from ${cfg.server.token_env})" if token else "not configured")
-            app = build_http_app(server, pool, schedule, host=args.host, token=token)
+            logger.info("bearer token: %s", f"required (from ${settings.token_env})" if token else "not configured")
+            app = build_http_app(server, pool, schedule, settings, host=args.host, token=token)
             anyio.run(alongside, schedule, lambda: serve_http(app, args.host, args.port))
         else:
             anyio.run(alongside, schedule, lambda: _stdio_until_signal(server))

@@ -2,10 +2,11 @@
 check around both, and uvicorn to serve them.
 
 Many clients may call at once (each its own MCP session); their tool calls run in worker threads and meet at the
-pool's lock. Request bodies are limited to ``server.max_request_bytes``.
+pool's lock. Request bodies are limited to ``server.max_request_bytes``
+(:class:`~hindsight_lab.server.config.ServerConfig`).
 
 Examples:
-    >>> app = build_http_app(server, pool, schedule, host="127.0.0.1", token=None)  # doctest: +SKIP
+    >>> app = build_http_app(server, pool, schedule, settings, host="127.0.0.1", token=None)  # doctest: +SKIP
     >>> anyio.run(serve_http, app, "127.0.0.1", 8765)  # doctest: +SKIP
 """
 
@@ -17,6 +18,7 @@ from typing import TYPE_CHECKING, Any
 
 from .. import __version__
 from .auth import BearerAuth
+from .config import ServerConfig
 from .maintenance import MaintenanceSchedule
 from .pool import MemoryPool
 
@@ -29,9 +31,10 @@ MCP_PATH = "/mcp"
 HEALTH_PATH = "/health"
 
 
-def build_http_app(server: "MCPServer", pool: MemoryPool, schedule: MaintenanceSchedule, *, host: str,
-                   token: str | None) -> Any:
-    """The ASGI app: ``/mcp`` (streamable HTTP) and ``/health``, behind :class:`BearerAuth` when a token is set."""
+def build_http_app(server: "MCPServer", pool: MemoryPool, schedule: MaintenanceSchedule, settings: ServerConfig, *,
+                   host: str, token: str | None) -> Any:
+    """The ASGI app: ``/mcp`` (streamable HTTP, bodies up to ``settings.max_request_bytes``) and ``/health``, behind
+    :class:`BearerAuth` when a token is set."""
     from starlette.requests import Request
     from starlette.responses import JSONResponse
 
@@ -53,7 +56,7 @@ def build_http_app(server: "MCPServer", pool: MemoryPool, schedule: MaintenanceS
 
     server.custom_route(HEALTH_PATH, methods=["GET"])(health)
     app = server.streamable_http_app(streamable_http_path=MCP_PATH, json_response=True,
-                                     max_request_body_size=pool.config.server.max_request_bytes, host=host)
+                                     max_request_body_size=settings.max_request_bytes, host=host)
     return BearerAuth(app, token) if token else app
 
 

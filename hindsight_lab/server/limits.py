@@ -1,10 +1,10 @@
-"""Input size limits of the MCP tools (``server.*`` in :class:`~hindsight_lab.config.LabConfig`).
+"""Input size limits of the MCP tools (``server.*``: :class:`~hindsight_lab.server.config.ServerConfig`).
 
 Every check raises :class:`~hindsight_lab.errors.ValidationError` naming the field, its size, the limit and the
 config key that sets it, before anything reaches memory. The values themselves are never echoed.
 
 Examples:
-    >>> from hindsight_lab.config import ServerConfig
+    >>> from hindsight_lab.server.config import ServerConfig
     >>> Limits(ServerConfig(max_query_chars=10)).text("query", "refund order 1234", "max_query_chars")
     Traceback (most recent call last):
     ...
@@ -19,11 +19,11 @@ from typing import TYPE_CHECKING, Any, Iterable
 from ..errors import ValidationError
 
 if TYPE_CHECKING:
-    from ..config import ServerConfig
+    from .config import ServerConfig
 
 
 class Limits:
-    """The checks, bound to one :class:`~hindsight_lab.config.ServerConfig`."""
+    """The checks, bound to one :class:`~hindsight_lab.server.config.ServerConfig`."""
 
     def __init__(self, config: "ServerConfig") -> None:
         self.config = config

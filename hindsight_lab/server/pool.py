@@ -4,12 +4,14 @@ and one guarded Chroma client, each namespace under its own lock.
 A ``MemorySystem`` keeps in-process indexes next to its store, so one process writes a store (DESIGN §1) and,
 inside that process, one call at a time touches a namespace: the MCP transports run tool calls in worker threads,
 and each namespace's lock serialises its calls (and the scheduled maintenance of it). Calls on other namespaces do
-not wait. A call waits at most ``server.lock_wait_s`` for its namespace, then fails with :class:`~hindsight_lab.
-errors.Busy`; a stalled store fails each call within ``store.timeout_s`` (:mod:`hindsight_lab.store.guard`), so no
-client waits behind one stuck call for longer than those two bounds.
+not wait. A call waits at most ``server.lock_wait_s`` (:class:`~hindsight_lab.server.config.ServerConfig`) for its
+namespace, then fails with :class:`~hindsight_lab.errors.Busy`; a stalled store fails each call within
+``store.timeout_s`` (:mod:`hindsight_lab.store.guard`), so no client waits behind one stuck call for longer than
+those two bounds.
 
 Examples:
-    >>> pool = MemoryPool(LabConfig().with_params({"store.path": "memory-store"})).open()  # doctest: +SKIP
+    >>> cfg = LabConfig().with_params({"store.path": "memory-store"})
+    >>> pool = MemoryPool(cfg, ServerConfig(lock_wait_s=5)).open()  # doctest: +SKIP
     >>> pool.run("team-a", lambda mem: mem.search("refund a ticket"))  # doctest: +SKIP
 """
 
@@ -22,6 +24,7 @@ from typing import TYPE_CHECKING, Any, Callable, TypeVar
 
 from ..config import LabConfig
 from ..errors import Busy, ConfigError, ValidationError
+from .config import ServerConfig
 
 if TYPE_CHECKING:
     from ..memory import MaintenanceReport, MemorySystem
@@ -36,14 +39,16 @@ class MemoryPool:
 
     Args:
         config: the served config; ``store.namespace`` is the namespace of calls that name none.
+        settings: the server's settings (``lock_wait_s``, ``max_namespaces``; default: ``ServerConfig()``).
         embedder: shared by every namespace (default: built from ``config.embedder``).
         client: a Chroma client (default: from ``store.url``, else ``store.path``).
         clock: passed to every ``MemorySystem`` (tests).
     """
 
-    def __init__(self, config: LabConfig, *, embedder: Any = None, client: Any = None,
-                 clock: Callable[[], datetime] | None = None) -> None:
+    def __init__(self, config: LabConfig, settings: ServerConfig | None = None, *, embedder: Any = None,
+                 client: Any = None, clock: Callable[[], datetime] | None = None) -> None:
         self.config = config
+        self.settings = settings if settings is not None else ServerConfig()
         self.embedder = embedder
         self.client = client
         self.clock = clock
@@ -83,7 +88,7 @@ class MemoryPool:
         """
         name = self.default_namespace if namespace is None else namespace
         lock = self._lock_of(name)
-        wait = self.config.server.lock_wait_s
+        wait = self.settings.lock_wait_s
         if not lock.acquire(timeout=wait):
             raise Busy(f"namespace {name!r} is busy: another call has held it for more than {wait:g} s "
                        "(server.lock_wait_s); try again")
@@ -97,7 +102,7 @@ class MemoryPool:
         with self._lock:
             lock = self._locks.get(namespace)
             if lock is None:
-                limit = self.config.server.max_namespaces
+                limit = self.settings.max_namespaces
                 if len(self._locks) >= limit:
                     raise ValidationError(f"namespace: {namespace!r} would be namespace {limit + 1} of this server, "
                                           f"over the limit of {limit} (server.max_namespaces)")

@@ -24,6 +24,7 @@ import pytest
 
 from hindsight_lab import LabConfig, MemorySystem
 from hindsight_lab.errors import StoreError
+from hindsight_lab.server.config import ServerConfig, served_yaml
 from hindsight_lab.server.process import ServeProcess, free_port, get_health, http_client, serve_command
 from hindsight_lab.store.lock import LOCK_NAME, holder
 
@@ -54,9 +55,8 @@ def _chroma(folder: Path) -> tuple[subprocess.Popen, str]:
 def stallable(tmp_path: Path) -> Iterator[dict[str, Any]]:
     """A `chroma run` of our own (the test stops it) and a memory server on it with 3 s store bounds."""
     proc, url = _chroma(tmp_path / "chroma")
-    cfg = LabConfig().with_params({"embedder.model": "hashing-256", "store.timeout_s": TIMEOUT_S,
-                                   "server.lock_wait_s": TIMEOUT_S})
-    cfg.to_yaml(tmp_path / "config.yaml")
+    cfg = LabConfig().with_params({"embedder.model": "hashing-256", "store.timeout_s": TIMEOUT_S})
+    served_yaml(cfg, ServerConfig(lock_wait_s=TIMEOUT_S), tmp_path / "config.yaml")
     srv = ServeProcess(tmp_path / "config.yaml", url, log=tmp_path / "server.log").start()
     try:
         yield {"chroma": proc, "url": url, "srv": srv}

@@ -9,6 +9,7 @@ import pytest
 from hindsight_lab import LabConfig
 from hindsight_lab.embed import HashingEmbedder
 from hindsight_lab.errors import ValidationError
+from hindsight_lab.server.config import ServerConfig
 from hindsight_lab.server.pool import MemoryPool
 
 
@@ -35,8 +36,8 @@ def test_a_held_namespace_makes_callers_busy_after_the_wait_and_others_go_on(tmp
 
     from hindsight_lab.errors import Busy
 
-    cfg = LabConfig().with_params({"store.path": str(tmp_path / "store"), "server.lock_wait_s": 0.3})
-    pool = MemoryPool(cfg, embedder=HashingEmbedder(dim=64)).open()
+    cfg = LabConfig().with_params({"store.path": str(tmp_path / "store")})
+    pool = MemoryPool(cfg, ServerConfig(lock_wait_s=0.3), embedder=HashingEmbedder(dim=64)).open()
     held, release = threading.Event(), threading.Event()
 
     def stuck(mem):

@@ -65,7 +65,7 @@ def test_a_short_token_is_refused(tmp_path: Path, capsys, monkeypatch) -> None:
 @pytest.fixture(scope="module")
 def guarded(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Any]]:
     tmp = tmp_path_factory.mktemp("guarded")
-    cfg = LabConfig().with_params({"embedder.model": "hashing-256", "server.maintenance_interval_s": 1.0})
+    cfg = LabConfig().with_params({"embedder.model": "hashing-256"})
     cfg.to_yaml(tmp / "config.yaml")
     store = str(tmp / "store")
     old = utcnow() - timedelta(days=60)
@@ -74,8 +74,8 @@ def guarded(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Any]
                                      "steps": [{"type": "tool_call", "name": "migrate_job", "arguments": {}}],
                                      "outcome": "success"}, now=old)
         fresh = mem.write(FRESH_RULE, confidence=0.8).record
-    srv = ServeProcess(tmp / "config.yaml", store, env={**os.environ, ENV: TOKEN}, token=TOKEN,
-                       log=tmp / "server.log").start()
+    srv = ServeProcess(tmp / "config.yaml", store, extra=["--set", "server.maintenance_interval_s=1.0"],
+                       env={**os.environ, ENV: TOKEN}, token=TOKEN, log=tmp / "server.log").start()
     try:
         yield {"srv": srv, "episode_id": episode.id, "fresh_id": fresh.id}
     finally:
@@ -124,6 +124,7 @@ def test_the_mcp_client_with_the_token_works(guarded: dict[str, Any]) -> None:
 
 def test_maintenance_runs_on_its_schedule(guarded: dict[str, Any]) -> None:
     srv = guarded["srv"]
+    assert get_health(srv.base_url, TOKEN)["maintenance"]["interval_s"] == 1.0  # serve --set server.<key>
     deadline = time.monotonic() + 30
     while (health := get_health(srv.base_url, TOKEN))["maintenance"]["runs"] < 1:
         assert time.monotonic() < deadline, health

@@ -15,6 +15,7 @@ import pytest
 
 from hindsight_lab import LabConfig, MemorySystem
 from hindsight_lab.demo import DEMO_QUERY, DEMO_REFUND_QUERY, run_demo
+from hindsight_lab.server.config import load_served
 from hindsight_lab.server.process import ServeProcess, get_health, http_client
 from support import REPO
 
@@ -47,7 +48,7 @@ def served(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFact
     srv = ServeProcess(SERVED_CONFIG, store, log=tmp / "server.log").start()
     try:
         yield {"srv": srv, "backend": request.param, "ranked_ns": ranked_ns, "expected": expected,
-               "other_weights": other_weights, "config": cfg}
+               "other_weights": other_weights, "config": cfg, "settings": load_served(SERVED_CONFIG)[1]}
     finally:
         code = srv.stop()
         assert code == 0, f"server exit code {code}; log:\n{srv.log_tail()}"
@@ -90,7 +91,7 @@ def test_every_tool_two_namespaces_and_bad_inputs(served: dict[str, Any], helper
     async def session() -> None:
         async with http_client(served["srv"].url) as client:
             await helpers.exercise_tools(client, "hindsight_", helpers.namespace(), helpers.namespace(),
-                                         served["config"].server.max_content_chars)
+                                         served["settings"].max_content_chars)
 
     anyio.run(session)
     assert served["srv"].proc.poll() is None, "the server is still up"
@@ -98,7 +99,7 @@ def test_every_tool_two_namespaces_and_bad_inputs(served: dict[str, Any], helper
 
 def test_oversize_request_body_is_refused(served: dict[str, Any]) -> None:
     # the declared size is enough: the server answers 413 before reading a byte of the body
-    limit = served["config"].server.max_request_bytes
+    limit = served["settings"].max_request_bytes
     conn = http.client.HTTPConnection("127.0.0.1", served["srv"].port, timeout=10)
     try:
         conn.putrequest("POST", "/mcp")

@@ -9,6 +9,7 @@ from pathlib import Path
 import anyio
 
 from hindsight_lab import LabConfig, MemorySystem
+from hindsight_lab.server.config import ServerConfig, served_yaml
 
 
 def test_stdio_server_serves_every_tool_and_namespace_and_survives_bad_input(tmp_path: Path, helpers) -> None:
@@ -16,9 +17,10 @@ def test_stdio_server_serves_every_tool_and_namespace_and_survives_bad_input(tmp
     from mcp.client.stdio import StdioServerParameters, stdio_client
 
     # the hashing embedder: this test is about the transport and the tools, not about ranking quality; and another
-    # tool-name prefix than the default, against clashes with other servers
-    cfg = LabConfig().with_params({"embedder.model": "hashing-256", "server.tool_prefix": "team_"})
-    cfg.to_yaml(tmp_path / "config.yaml")
+    # tool-name prefix than the default (the file's server: section), against clashes with other servers
+    cfg = LabConfig().with_params({"embedder.model": "hashing-256"})
+    settings = ServerConfig(tool_prefix="team_")
+    served_yaml(cfg, settings, tmp_path / "config.yaml")
     store = tmp_path / "store"
     script = Path(sys.executable).with_name("hindsight-lab")
     assert script.exists(), "the hindsight-lab console script is installed next to the test interpreter"
@@ -33,7 +35,7 @@ def test_stdio_server_serves_every_tool_and_namespace_and_survives_bad_input(tmp
         with log.open("w") as errlog:  # the server's stderr: its logs (stdout is the protocol)
             async with Client(stdio_client(params, errlog=errlog)) as client:
                 assert "team_memory_search" in (client.instructions or "")
-                await helpers.exercise_tools(client, "team_", ns_a, ns_b, cfg.server.max_content_chars)
+                await helpers.exercise_tools(client, "team_", ns_a, ns_b, settings.max_content_chars)
 
     anyio.run(session)
     logged = log.read_text()

@@ -41,15 +41,16 @@ class ClassifierConfig(Section):
     ``logistic``: logistic regression over TF-IDF of the stored instructions with names, places, numbers and
     e-mail addresses masked (:mod:`hindsight_lab.retrieve.classify`); ``embedding``: logistic regression over the
     sentence embeddings of those masked instructions, with each task type also described by the words of its
-    tools (``describe_weight``; one more embedding per search, of the masked query). ``logistic`` and
-    ``embedding`` resist lexical lures better (synthetic lures), ``knn`` ranked better on tau-bench, whose task
-    types derived from failed runs are noisy."""
+    tools (``describe_weight``; one more embedding per search, of the masked query). ``knn`` votes by the
+    similarity of whole instructions, names and numbers included; ``logistic`` and ``embedding`` see them masked,
+    so a request about the same customer as another kind of task is not drawn to that task's type (the README's
+    replay figures compare the methods)."""
     learn_from: Literal["all", "successes"] = Field("all", json_schema_extra=affects(RECALL))
     """The stored episodes it learns from (``knn``: the neighbours that vote): ``all``, or only ``successes``. A
     failed run's derived task type is what its agent did, not what the task needed: where an agent's default path
-    skips a step, its failures share one truncated type and outvote the runs that succeeded (the live
-    environment: ``successes`` does better there), while on tau-bench the failed trials of a task fail alike and
-    carry its signal (``all`` ranks better there)."""
+    skips a step, its failures share one truncated type that can outvote the runs that succeeded (``successes``
+    leaves them out); where the failed trials of a task fail alike, they still carry the task's signal (``all``
+    keeps it)."""
     max_per_type: int = Field(50, ge=1, json_schema_extra=affects(RECALL))
     """``logistic``, ``embedding``: the newest episodes of each task type it learns from."""
     describe_weight: float = Field(10.0, ge=0, json_schema_extra=affects(RECALL))

@@ -155,10 +155,6 @@ class TrackedRun:
         for lo in range(0, len(items), 1000):
             self.client.log_batch(self.run_id, metrics=items[lo:lo + 1000])
 
-    def set_tags(self, tags: Mapping[str, Any]) -> None:
-        for k, v in tags.items():
-            self.client.set_tag(self.run_id, k, str(v))
-
     def log_artifact(self, path: str | Path, artifact_path: str | None = None) -> None:
         self.client.log_artifact(self.run_id, str(path), artifact_path)
 

@@ -283,10 +283,6 @@ class Judgements:
         """Non-zero grades of the earlier episodes toward ``query_id`` (every other candidate is 0)."""
         return dict(self._g(query_id))
 
-    def grade_of(self, query_id: str, source_id: str) -> int:
-        """Grade of one source toward ``query_id`` (0 if unknown or not earlier)."""
-        return self._g(query_id).get(source_id, 0)
-
     def n_relevant(self, query_id: str) -> int:
         """Number of grade-2 earlier episodes: the denominator of ``recall@k``."""
         return sum(1 for v in self._g(query_id).values() if v == RELEVANT)

@@ -397,11 +397,6 @@ class LiveReport:
         """Records of a layer per system after each task (a task × system DataFrame): L3 rules over time."""
         return self.memory_frame().pivot(index="task", columns="system", values=layer)
 
-    def attempts_frame(self) -> "Any":
-        import pandas as pd
-
-        return pd.DataFrame(self.attempts)
-
     def memory_frame(self) -> "Any":
         import pandas as pd
 

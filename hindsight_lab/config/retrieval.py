@@ -65,7 +65,7 @@ class ClassifierConfig(Section):
 
 
 class RetrievalConfig(Section):
-    """Three-path recall, rerank, and the injection budget (DESIGN §3)."""
+    """Recall by four paths (vector, keyword, task type, triggers), the rerank, and the injection budget (DESIGN §3)."""
 
     top_k: int = Field(5, ge=1, json_schema_extra=affects(RECALL))
     """Most memories injected (triggered rules included)."""

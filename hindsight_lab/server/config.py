@@ -11,10 +11,10 @@ Examples:
     >>> lab, settings = load_served(None, {"server.tool_prefix": "team_", "retrieval.top_k": 3})
     >>> settings.tool_prefix, lab.retrieval.top_k
     ('team_', 3)
-    >>> ServerConfig().with_params({"lock_wait_s": 0})
+    >>> ServerConfig().with_params({"lock_wait": 5})
     Traceback (most recent call last):
     ...
-    hindsight_lab.errors.ConfigError: with_params: invalid config: server.lock_wait_s: Input should be greater than 0 (got 0)
+    hindsight_lab.errors.ConfigError: unknown config key 'server.lock_wait'
 """
 
 from __future__ import annotations

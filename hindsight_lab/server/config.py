@@ -98,7 +98,7 @@ class ServerConfig(Section):
 
 
 def load_served(path: str | Path | None, overrides: Mapping[str, Any] | None = None
-                ) -> tuple[LabConfig, "ServerConfig"]:
+                ) -> tuple[LabConfig, ServerConfig]:
     """A served config file (default: the defaults) with dotted overrides: its ``server:`` section and the
     ``server.<key>`` overrides make the :class:`ServerConfig`, the rest the :class:`LabConfig`.
 
@@ -116,12 +116,14 @@ def load_served(path: str | Path | None, overrides: Mapping[str, Any] | None = N
             settings = ServerConfig.from_dict(value, source="with_params")
         elif key.startswith(f"{SECTION}."):
             settings = settings.with_params({key.removeprefix(f"{SECTION}."): value})
+        elif key in ServerConfig.model_fields:
+            raise ConfigError(f"unknown config key {key!r}; did you mean '{SECTION}.{key}'?")
         else:
             lab_params[key] = value
     return (lab.with_params(lab_params) if lab_params else lab), settings
 
 
-def served_yaml(config: LabConfig, settings: "ServerConfig", path: str | Path | None = None) -> str:
+def served_yaml(config: LabConfig, settings: ServerConfig, path: str | Path | None = None) -> str:
     """YAML of a served config file: ``config`` with ``settings`` as its ``server:`` section (before
     ``provenance``), also written to ``path`` when given. :func:`load_served` reads it back."""
     import yaml

@@ -51,7 +51,7 @@ def test_a_file_without_a_server_section_serves_with_the_defaults() -> None:
     ("server: [1, 2]", {}, r"served.yaml: invalid config: server: .*valid dictionary"),
     ("{}", {"server.colour": 1}, r"unknown config key 'server.colour'"),
     ("{}", {"server.token_env": "not a name"}, r"server.token_env: String should match pattern"),
-    ("{}", {"tool_prefix": "x_"}, r"unknown config key 'tool_prefix'"),  # a server key needs its section's name
+    ("{}", {"tool_prefix": "x_"}, r"unknown config key 'tool_prefix'; did you mean 'server.tool_prefix'"),
 ])
 def test_bad_server_settings_name_the_key(tmp_path: Path, text: str, overrides: dict, match: str) -> None:
     path = tmp_path / "served.yaml"

@@ -31,7 +31,7 @@ SCHEMA_VERSION = 1
 
 SERVER_MOVED = ("server settings now belong to hindsight_lab.server.config.ServerConfig; hindsight-lab serve reads "
                 "the section from the same file")
-"""Why a ``server`` section or key is not LabConfig's any more (it was until the config/ package)."""
+"""Why LabConfig refuses a ``server`` key and drops a ``server`` section (it used to hold the server's settings)."""
 
 
 class Provenance(Section):

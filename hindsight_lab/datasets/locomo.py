@@ -50,9 +50,9 @@ from datetime import datetime, timedelta, timezone
 from pathlib import Path
 from typing import Any, Iterable
 
-from ._io import read_json_list
 from .limits import DEFAULT_LIMITS, ReadLimits
-from ..errors import ConfigError, TraceFormatError
+from .reading import check_limit, read_json_list
+from ..errors import TraceFormatError
 from ..trace import Episode
 
 logger = logging.getLogger(__name__)
@@ -279,10 +279,7 @@ def read_locomo(path: str | Path, *, limit_conversations: int | None = None,
         >>> [c.sample_id for c in convs], convs[0].skipped_category5  # doctest: +SKIP
         (['conv-26', 'conv-30'], 47)
     """
-    if limit_conversations is not None and (isinstance(limit_conversations, bool)
-                                            or not isinstance(limit_conversations, int) or limit_conversations < 0):
-        raise ConfigError("limit_conversations: expected a non-negative integer or None "
-                          f"(got {limit_conversations!r})")
+    check_limit(limit_conversations, "limit_conversations")
     path = Path(path)
     data = read_json_list(path, "LoCoMo samples {sample_id, conversation, qa}", limits)
     if limit_conversations is not None:

@@ -74,8 +74,9 @@ from typing import Any, Iterable
 
 from pydantic import ValidationError as PydanticError
 
-from ..errors import ConfigError, TraceFormatError
+from ..errors import TraceFormatError
 from ..trace import Episode
+from .reading import check_limit, read_text
 
 logger = logging.getLogger(__name__)
 
@@ -151,10 +152,7 @@ class _Block:
 def _parse(path: Path) -> tuple[list[_Block], dict[int, tuple[int, int, int]]]:
     """The blocks of the log in file order, and the trial summaries ``{trial: (correct, incorrect, halted)}``."""
     name = str(path)
-    try:
-        text = path.read_bytes().decode("utf-8-sig")
-    except UnicodeDecodeError as exc:
-        raise TraceFormatError(f"not UTF-8: {exc.reason} at byte {exc.start}", path=name) from None
+    text = read_text(path)
     blocks: list[_Block] = []
     summaries: dict[int, tuple[int, int, int]] = {}
     trial: int | None = None
@@ -249,12 +247,6 @@ def _steps(block: _Block, path: str) -> tuple[list[dict[str, Any]], str | None]:
     return steps, final
 
 
-def _check_limit(limit_tasks: int | None) -> None:
-    if limit_tasks is not None and (isinstance(limit_tasks, bool) or not isinstance(limit_tasks, int)
-                                    or limit_tasks < 0):
-        raise ConfigError(f"limit_tasks: expected a non-negative integer or None (got {limit_tasks!r})")
-
-
 def read_reflexion_hotpotqa(path: str | Path, *, limit_tasks: int | None = None) -> list[Episode]:
     """Read a Reflexion HotpotQA log as episodes, ordered by trial then block (see the module docstring).
 
@@ -271,7 +263,7 @@ def read_reflexion_hotpotqa(path: str | Path, *, limit_tasks: int | None = None)
         >>> eps[0].episode_id, eps[0].tool_names()  # doctest: +SKIP
         ('hotpot-q0-t1', ['Search', 'Search', 'Finish'])
     """
-    _check_limit(limit_tasks)
+    check_limit(limit_tasks, "limit_tasks")
     path = Path(path)
     name = str(path)
     blocks, summaries = _parse(path)

@@ -32,7 +32,7 @@ import numpy as np
 from pydantic import AwareDatetime, BaseModel, ConfigDict, Field
 from pydantic import ValidationError as PydanticError
 
-from .datasets._io import json_lines
+from .datasets.reading import json_lines
 from .errors import HindsightLabError, MemoryNotFound, TraceFormatError, ValidationError
 from .protocols import BUCKETS
 from .types import Kind, MemoryRecord, Trigger

@@ -6,7 +6,8 @@ close pairs so both are recalled and shown as conflicting. :meth:`MemorySystem.m
   detector; ``llm``: the optional LiteLLM judge.
 - ``cluster``: HDBSCAN and the pairs to compare; ``resolve``: strength, supersede or flag, merging duplicates;
   ``scan``: one pass as a plan; ``apply``: the plan applied to a memory; ``inject``: flagged rivals at recall time.
-- ``pairs``: judging labelled pairs; ``synthetic``: planted contradictions; ``plot``, ``cli``, ``bench``.
+- ``pairs``: judging labelled pairs; ``plot``, ``cli``, ``bench``. The planted contradictions moved to
+  :mod:`hindsight_lab.datasets.synthetic.rules` (``synthetic`` re-exports them for one release, with a warning).
 """
 
 from __future__ import annotations

@@ -20,7 +20,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Sequence
 
-from ..datasets._io import json_lines
+from ..datasets.reading import json_lines
 from ..errors import TraceFormatError
 from .detect import Verdict
 

@@ -13,7 +13,7 @@ adapter in this package.
 
 from __future__ import annotations
 
-from .registry import DatasetEntry, Source
+from .entry import DatasetEntry, Source
 from .splits import Split
 
 TAU_BENCH = "sierra-research/tau-bench"
@@ -64,6 +64,24 @@ _AIRLINE_GPT41 = (
 
 _DEV_CONVERSATIONS = ("conv-26", "conv-30", "conv-41", "conv-42", "conv-43", "conv-44")
 
+
+def _tau2_dev(stem: str, title: str, keep: tuple[str, ...], sha256: str, size: int, *,
+              folder: str = _TAU2_RESULTS, commit: str = "59d0fb96") -> DatasetEntry:
+    """A tau2-bench development split ``tau2-bench/<stem>.json``, derived from the file of that name at the source."""
+    return DatasetEntry(
+        name=f"tau2-{stem.replace('_', '-')}-dev", format="tau2-bench", filename=f"tau2-bench/{stem}.json",
+        title=title, source=Source(TAU2_BENCH, f"{folder}/{stem}.json", commit, note=_TAU2_NOTE), licence="MIT",
+        split=Split("tau2-bench", keep=keep), sha256=sha256, size=size)
+
+
+def _tau2_sample(stem: str, title: str, keep: tuple[str, ...], sha256: str, size: int) -> DatasetEntry:
+    """A sample ``tau2-bench/<stem>.sample.json`` of the development split of the same stem."""
+    name = f"tau2-{stem.replace('_', '-')}"
+    return DatasetEntry(
+        name=f"{name}-sample", format="tau2-bench", filename=f"tau2-bench/{stem}.sample.json", title=title,
+        split=Split("tau2-bench", keep=keep), sample_of=f"{name}-dev", licence="MIT", sha256=sha256, size=size)
+
+
 ENTRIES: tuple[DatasetEntry, ...] = (
     DatasetEntry(
         name="tau-bench-airline-dev", format="tau-bench", filename="tau-bench/gpt-4o-airline.dev.json",
@@ -93,41 +111,17 @@ ENTRIES: tuple[DatasetEntry, ...] = (
         split=Split("jsonl", key="id", keep=tuple(f"cp{i:03d}" for i in range(40))),
         sha256="0c86cabf2089b13096b4e623cc9880ee7e17c8265a476992421e04bbedc9f2ed", size=9927,
         licence="the project's own (written and labelled for it)"),
-    DatasetEntry(
-        name="tau2-telecom-gpt-4.1-dev", format="tau2-bench", filename="tau2-bench/telecom_gpt-4.1.json",
-        title="tau2-bench telecom, gpt-4.1 agent: 40 tasks, 1 trial",
-        source=Source(TAU2_BENCH, f"{_TAU2_RESULTS}/telecom_gpt-4.1.json", "59d0fb96", note=_TAU2_NOTE),
-        licence="MIT",
-        split=Split("tau2-bench", keep=_TELECOM_GPT41),
-        sha256="72fa1a9c3488e6338c41a1fee98fe6aa48827ce195e14df354385dd6ac6285fa", size=2726345),
-    DatasetEntry(
-        name="tau2-telecom-sft-gpt-4.1-dev", format="tau2-bench", filename="tau2-bench/telecom_sft-gpt-4.1.json",
-        title="tau2-bench telecom, fine-tuned gpt-4.1 agent: the same 40 tasks, 1 trial",
-        source=Source(TAU2_BENCH, f"{_TAU2_RESULTS}/telecom_sft-gpt-4.1.json", "59d0fb96", note=_TAU2_NOTE),
-        licence="MIT",
-        split=Split("tau2-bench", keep=_TELECOM_GPT41),
-        sha256="fa6844eb0ed665cd106dfe14e5885e7b0e0fc13fa633494e80ed3be65f5b4ad5", size=3089325),
-    DatasetEntry(
-        name="tau2-telecom-gpt-4o-dev", format="tau2-bench", filename="tau2-bench/telecom_gpt-4o.json",
-        title="tau2-bench telecom, gpt-4o agent: 20 other tasks, 1 trial",
-        source=Source(TAU2_BENCH, f"{_TAU2_SIMULATIONS}/telecom_gpt-4o.json", "8d9b5076", note=_TAU2_NOTE),
-        licence="MIT",
-        split=Split("tau2-bench", keep=_TELECOM_GPT4O),
-        sha256="cc7c895e289bfd2adac0cafa3356c4d6c1f441d57b6b1f5612cbb4ed6e3995cd", size=865578),
-    DatasetEntry(
-        name="tau2-airline-gpt-4.1-dev", format="tau2-bench", filename="tau2-bench/airline_gpt-4.1.json",
-        title="tau2-bench airline, gpt-4.1 agent: 20 tasks, 1 trial",
-        source=Source(TAU2_BENCH, f"{_TAU2_RESULTS}/airline_gpt-4.1.json", "59d0fb96", note=_TAU2_NOTE),
-        licence="MIT",
-        split=Split("tau2-bench", keep=_AIRLINE_GPT41),
-        sha256="57f7bba1fd0366019867f5c0af877e73b98e68040e36d0e7b064df7f7bb1c289", size=796333),
-    DatasetEntry(
-        name="tau2-airline-sft-gpt-4.1-dev", format="tau2-bench", filename="tau2-bench/airline_sft-gpt-4.1.json",
-        title="tau2-bench airline, fine-tuned gpt-4.1 agent: the same 20 tasks, 1 trial",
-        source=Source(TAU2_BENCH, f"{_TAU2_RESULTS}/airline_sft-gpt-4.1.json", "59d0fb96", note=_TAU2_NOTE),
-        licence="MIT",
-        split=Split("tau2-bench", keep=_AIRLINE_GPT41),
-        sha256="9f5e408db0fd8681e0fd07bdf62295c102244645af86314d523db7339cae6516", size=822768),
+    _tau2_dev("telecom_gpt-4.1", "tau2-bench telecom, gpt-4.1 agent: 40 tasks, 1 trial", _TELECOM_GPT41,
+              "72fa1a9c3488e6338c41a1fee98fe6aa48827ce195e14df354385dd6ac6285fa", 2726345),
+    _tau2_dev("telecom_sft-gpt-4.1", "tau2-bench telecom, fine-tuned gpt-4.1 agent: the same 40 tasks, 1 trial",
+              _TELECOM_GPT41, "fa6844eb0ed665cd106dfe14e5885e7b0e0fc13fa633494e80ed3be65f5b4ad5", 3089325),
+    _tau2_dev("telecom_gpt-4o", "tau2-bench telecom, gpt-4o agent: 20 other tasks, 1 trial", _TELECOM_GPT4O,
+              "cc7c895e289bfd2adac0cafa3356c4d6c1f441d57b6b1f5612cbb4ed6e3995cd", 865578,
+              folder=_TAU2_SIMULATIONS, commit="8d9b5076"),
+    _tau2_dev("airline_gpt-4.1", "tau2-bench airline, gpt-4.1 agent: 20 tasks, 1 trial", _AIRLINE_GPT41,
+              "57f7bba1fd0366019867f5c0af877e73b98e68040e36d0e7b064df7f7bb1c289", 796333),
+    _tau2_dev("airline_sft-gpt-4.1", "tau2-bench airline, fine-tuned gpt-4.1 agent: the same 20 tasks, 1 trial",
+              _AIRLINE_GPT41, "9f5e408db0fd8681e0fd07bdf62295c102244645af86314d523db7339cae6516", 822768),
 )
 
 _REFLEXION_SAMPLE = ("08a1c64e29ebf8fe", "296524ff85477e30", "3912540421f6dea5", "4e092e4f15737184",
@@ -165,28 +159,14 @@ SAMPLES: tuple[DatasetEntry, ...] = (
                                              "cp038")), sample_of="conflict-pairs-dev",
         licence="the project's own (written and labelled for it)",
         sha256="d3ef711392b6bc15d7259341a3d4bb5202edc389a3aeab92ae65e19d17c2b1e5", size=2397),
-    DatasetEntry(
-        name="tau2-telecom-gpt-4.1-sample", format="tau2-bench", filename="tau2-bench/telecom_gpt-4.1.sample.json",
-        title="tau2-bench telecom, gpt-4.1 agent: 5 tasks", split=Split("tau2-bench", keep=_TELECOM_SAMPLE),
-        sample_of="tau2-telecom-gpt-4.1-dev", licence="MIT",
-        sha256="701911beb7d54979b7f4d2bf3ff72ded3df32fd9a07964d1a1752aa10f8d97a7", size=343731),
-    DatasetEntry(
-        name="tau2-telecom-sft-gpt-4.1-sample", format="tau2-bench",
-        filename="tau2-bench/telecom_sft-gpt-4.1.sample.json",
-        title="tau2-bench telecom, fine-tuned gpt-4.1 agent: the same 5 tasks",
-        split=Split("tau2-bench", keep=_TELECOM_SAMPLE), sample_of="tau2-telecom-sft-gpt-4.1-dev", licence="MIT",
-        sha256="3864f04a3dcc81aa02b82871f64a9c6d92bc930a364682f37e8dbf1aa244945d", size=434159),
-    DatasetEntry(
-        name="tau2-airline-gpt-4.1-sample", format="tau2-bench", filename="tau2-bench/airline_gpt-4.1.sample.json",
-        title="tau2-bench airline, gpt-4.1 agent: 5 tasks", split=Split("tau2-bench", keep=_AIRLINE_SAMPLE),
-        sample_of="tau2-airline-gpt-4.1-dev", licence="MIT",
-        sha256="4bd6ee6afc031230cb68c8751be781bb9728ccf57f15066c3ecb153468ec028b", size=190323),
-    DatasetEntry(
-        name="tau2-airline-sft-gpt-4.1-sample", format="tau2-bench",
-        filename="tau2-bench/airline_sft-gpt-4.1.sample.json",
-        title="tau2-bench airline, fine-tuned gpt-4.1 agent: the same 5 tasks",
-        split=Split("tau2-bench", keep=_AIRLINE_SAMPLE), sample_of="tau2-airline-sft-gpt-4.1-dev", licence="MIT",
-        sha256="5f0b8b080c640783acaab4d5bb22ce33af1968b2444bdd8cbf9c13ad85d0f128", size=179127),
+    _tau2_sample("telecom_gpt-4.1", "tau2-bench telecom, gpt-4.1 agent: 5 tasks", _TELECOM_SAMPLE,
+                 "701911beb7d54979b7f4d2bf3ff72ded3df32fd9a07964d1a1752aa10f8d97a7", 343731),
+    _tau2_sample("telecom_sft-gpt-4.1", "tau2-bench telecom, fine-tuned gpt-4.1 agent: the same 5 tasks",
+                 _TELECOM_SAMPLE, "3864f04a3dcc81aa02b82871f64a9c6d92bc930a364682f37e8dbf1aa244945d", 434159),
+    _tau2_sample("airline_gpt-4.1", "tau2-bench airline, gpt-4.1 agent: 5 tasks", _AIRLINE_SAMPLE,
+                 "4bd6ee6afc031230cb68c8751be781bb9728ccf57f15066c3ecb153468ec028b", 190323),
+    _tau2_sample("airline_sft-gpt-4.1", "tau2-bench airline, fine-tuned gpt-4.1 agent: the same 5 tasks",
+                 _AIRLINE_SAMPLE, "5f0b8b080c640783acaab4d5bb22ce33af1968b2444bdd8cbf9c13ad85d0f128", 179127),
 )
 
 GROUPS: dict[str, tuple[str, ...]] = {

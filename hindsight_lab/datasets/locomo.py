@@ -48,11 +48,11 @@ from collections import Counter
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
-from typing import Any, Iterable
+from typing import Any, Callable, Iterable
 
-from ._io import read_json_list
 from .limits import DEFAULT_LIMITS, ReadLimits
-from ..errors import ConfigError, TraceFormatError
+from .reading import check_limit, read_json_list
+from ..errors import TraceFormatError
 from ..trace import Episode
 
 logger = logging.getLogger(__name__)
@@ -279,10 +279,7 @@ def read_locomo(path: str | Path, *, limit_conversations: int | None = None,
         >>> [c.sample_id for c in convs], convs[0].skipped_category5  # doctest: +SKIP
         (['conv-26', 'conv-30'], 47)
     """
-    if limit_conversations is not None and (isinstance(limit_conversations, bool)
-                                            or not isinstance(limit_conversations, int) or limit_conversations < 0):
-        raise ConfigError("limit_conversations: expected a non-negative integer or None "
-                          f"(got {limit_conversations!r})")
+    check_limit(limit_conversations, "limit_conversations")
     path = Path(path)
     data = read_json_list(path, "LoCoMo samples {sample_id, conversation, qa}", limits)
     if limit_conversations is not None:
@@ -315,7 +312,18 @@ def _conversation(raw: Any, i: int, path: str, include_category5: bool) -> Locom
     qa = raw.get("qa")
     if not isinstance(qa, list):
         raise fail("missing required field (a list of questions)", "qa")
+    turns, inversions = _turns(conv, sample_id, path, fail)
+    questions, skipped, missing, no_evidence = _questions(qa, {t.dia_id for t in turns}, sample_id,
+                                                          include_category5, fail)
+    speakers = (conv.get("speaker_a"), conv.get("speaker_b"))
+    return LocomoConversation(sample_id, turns, questions, skipped, missing, no_evidence,
+                              speakers if all(isinstance(s, str) for s in speakers) else None,  # type: ignore[arg-type]
+                              inversions)
 
+
+def _turns(conv: dict[str, Any], sample_id: str, path: str, fail: Callable[..., TraceFormatError]
+           ) -> tuple[list[LocomoTurn], list[int]]:
+    """Every turn by session number, then position; and the sessions dated no later than the turn before them."""
     sessions = sorted(int(m.group(1)) for k in conv for m in [_SESSION.match(k)] if m)
     turns: list[LocomoTurn] = []
     inversions: list[int] = []
@@ -350,11 +358,16 @@ def _conversation(raw: Any, i: int, path: str, include_category5: bool) -> Locom
             turns.append(LocomoTurn(sample_id, n, j + 1, t["dia_id"], t["speaker"], t["text"],
                                     date + j * TURN_SPACING, date_text,
                                     caption if isinstance(caption, str) and caption.strip() else None))
-    known = {t.dia_id for t in turns}
-    if len(known) != len(turns):
+    if len({t.dia_id for t in turns}) != len(turns):
         dup = next(d for d, c in Counter(t.dia_id for t in turns).items() if c > 1)
         raise fail(f"dia_id {dup!r} names more than one turn", "conversation")
+    return turns, inversions
 
+
+def _questions(qa: list[Any], known: set[str], sample_id: str, include_category5: bool,
+               fail: Callable[..., TraceFormatError]) -> tuple[list[LocomoQuestion], int, int, int]:
+    """The questions read, and how many category-5 ones were skipped, evidence pieces named no turn and questions
+    were left with no valid evidence."""
     questions: list[LocomoQuestion] = []
     skipped = missing = no_evidence = 0
     for k, q in enumerate(qa):
@@ -373,26 +386,30 @@ def _conversation(raw: Any, i: int, path: str, include_category5: bool) -> Locom
         raw_ev = q.get("evidence", [])
         if not isinstance(raw_ev, list):
             raise fail(f"expected a list of dia_ids, got {type(raw_ev).__name__}", f"{where}.evidence")
-        evidence: list[str] = []
-        unmatched: list[str] = []
-        for item in raw_ev:
-            pieces = [p.strip() for p in _EVIDENCE_SPLIT.split(str(item)) if p.strip()] or [str(item)]
-            for piece in pieces:
-                ids = normalise_evidence(piece)
-                if ids and ids[0] in known:
-                    if ids[0] not in evidence:
-                        evidence.append(ids[0])
-                else:
-                    unmatched.append(piece)
+        evidence, unmatched = _evidence(raw_ev, known)
         missing += len(unmatched)
         no_evidence += not evidence
         questions.append(LocomoQuestion(
             sample_id, k, text, _answer_text(q.get("answer")), category, tuple(evidence),
             tuple(str(e) for e in raw_ev), tuple(unmatched), _answer_text(q.get("adversarial_answer"))))
-    speakers = (conv.get("speaker_a"), conv.get("speaker_b"))
-    return LocomoConversation(sample_id, turns, questions, skipped, missing, no_evidence,
-                              speakers if all(isinstance(s, str) for s in speakers) else None,  # type: ignore[arg-type]
-                              inversions)
+    return questions, skipped, missing, no_evidence
+
+
+def _evidence(raw_ev: list[Any], known: set[str]) -> tuple[list[str], list[str]]:
+    """The normalised ids of the raw evidence that name a known turn (in order, no repeats), and the pieces that
+    name none."""
+    evidence: list[str] = []
+    unmatched: list[str] = []
+    for item in raw_ev:
+        pieces = [p.strip() for p in _EVIDENCE_SPLIT.split(str(item)) if p.strip()] or [str(item)]
+        for piece in pieces:
+            ids = normalise_evidence(piece)
+            if ids and ids[0] in known:
+                if ids[0] not in evidence:
+                    evidence.append(ids[0])
+            else:
+                unmatched.append(piece)
+    return evidence, unmatched
 
 
 @dataclass(frozen=True)

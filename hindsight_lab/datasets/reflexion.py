@@ -74,8 +74,9 @@ from typing import Any, Iterable
 
 from pydantic import ValidationError as PydanticError
 
-from ..errors import ConfigError, TraceFormatError
+from ..errors import TraceFormatError
 from ..trace import Episode
+from .reading import check_limit, read_text
 
 logger = logging.getLogger(__name__)
 
@@ -151,10 +152,7 @@ class _Block:
 def _parse(path: Path) -> tuple[list[_Block], dict[int, tuple[int, int, int]]]:
     """The blocks of the log in file order, and the trial summaries ``{trial: (correct, incorrect, halted)}``."""
     name = str(path)
-    try:
-        text = path.read_bytes().decode("utf-8-sig")
-    except UnicodeDecodeError as exc:
-        raise TraceFormatError(f"not UTF-8: {exc.reason} at byte {exc.start}", path=name) from None
+    text = read_text(path)
     blocks: list[_Block] = []
     summaries: dict[int, tuple[int, int, int]] = {}
     trial: int | None = None
@@ -249,12 +247,6 @@ def _steps(block: _Block, path: str) -> tuple[list[dict[str, Any]], str | None]:
     return steps, final
 
 
-def _check_limit(limit_tasks: int | None) -> None:
-    if limit_tasks is not None and (isinstance(limit_tasks, bool) or not isinstance(limit_tasks, int)
-                                    or limit_tasks < 0):
-        raise ConfigError(f"limit_tasks: expected a non-negative integer or None (got {limit_tasks!r})")
-
-
 def read_reflexion_hotpotqa(path: str | Path, *, limit_tasks: int | None = None) -> list[Episode]:
     """Read a Reflexion HotpotQA log as episodes, ordered by trial then block (see the module docstring).
 
@@ -271,7 +263,7 @@ def read_reflexion_hotpotqa(path: str | Path, *, limit_tasks: int | None = None)
         >>> eps[0].episode_id, eps[0].tool_names()  # doctest: +SKIP
         ('hotpot-q0-t1', ['Search', 'Search', 'Finish'])
     """
-    _check_limit(limit_tasks)
+    check_limit(limit_tasks, "limit_tasks")
     path = Path(path)
     name = str(path)
     blocks, summaries = _parse(path)
@@ -281,7 +273,12 @@ def read_reflexion_hotpotqa(path: str | Path, *, limit_tasks: int | None = None)
     for b in blocks:
         index.setdefault(normalise_question(b.question), len(index))
     keep = None if limit_tasks is None else set(list(index)[:limit_tasks])
+    return _episodes(_records(blocks, index, keep, name), name)
 
+
+def _records(blocks: list[_Block], index: dict[str, int], keep: set[str] | None, path: str) -> list[dict[str, Any]]:
+    """One episode record per block that is a new attempt (of a kept question), in block order; re-prints are
+    noted on the attempt they repeat and reflections attached to the attempt they are hindsight of."""
     records: list[dict[str, Any]] = []
     latest: dict[str, dict[str, Any]] = {}  # task_id -> latest episode record
     last_block: dict[str, _Block] = {}
@@ -292,14 +289,14 @@ def read_reflexion_hotpotqa(path: str | Path, *, limit_tasks: int | None = None)
         question = b.question
         task_id = normalise_question(question)
         if not question or not task_id:
-            raise TraceFormatError("empty question", path=name, line=b.line)
+            raise TraceFormatError("empty question", path=path, line=b.line)
         if (task_id, b.trial) in seen:
             raise TraceFormatError(f"the same question already has a block in trial {b.trial} (line "
-                                   f"{seen[task_id, b.trial]})", path=name, line=b.line)
+                                   f"{seen[task_id, b.trial]})", path=path, line=b.line)
         seen[task_id, b.trial] = b.line
         if keep is not None and task_id not in keep:
             continue
-        _attach_new_reflections(b, task_id, latest, attached, name)
+        _attach_new_reflections(b, task_id, latest, attached, path)
         prev = last_block.get(task_id)
         last_block[task_id] = b
         reprint = prev is not None and (
@@ -310,22 +307,31 @@ def read_reflexion_hotpotqa(path: str | Path, *, limit_tasks: int | None = None)
             continue
         if not b.steps:
             raise TraceFormatError(f"agent block without any step ({b.section} agents, trial {b.trial}) that "
-                                   "re-prints no earlier correct attempt", path=name, line=b.line)
-        steps, final = _steps(b, name)
-        rec = {
-            "episode_id": f"hotpot-q{index[task_id]}-t{b.trial}", "task_id": task_id, "domain": DOMAIN,
-            "instruction": question, "steps": steps,
-            "outcome": "success" if b.section == "correct" else "failure",
-            "reward": 1.0 if b.section == "correct" else 0.0, "final_answer": final,
-            "meta": {"source": SOURCE, "trial": b.trial, "section": b.section, "halted": b.section == "halted",
-                     "question_index": index[task_id], "line": b.line,
-                     "prompt_reflections": len(b.reflections), "reprinted_in": []},
-        }
+                                   "re-prints no earlier correct attempt", path=path, line=b.line)
+        rec = _record(b, task_id, index[task_id], path)
         if b.section == "correct":
             solved.add(task_id)
         latest[task_id] = rec
         records.append(rec)
+    return records
 
+
+def _record(b: _Block, task_id: str, question_index: int, path: str) -> dict[str, Any]:
+    """The episode record of one attempt (``started_at`` comes later, from its place in trial order)."""
+    steps, final = _steps(b, path)
+    return {
+        "episode_id": f"hotpot-q{question_index}-t{b.trial}", "task_id": task_id, "domain": DOMAIN,
+        "instruction": b.question, "steps": steps,
+        "outcome": "success" if b.section == "correct" else "failure",
+        "reward": 1.0 if b.section == "correct" else 0.0, "final_answer": final,
+        "meta": {"source": SOURCE, "trial": b.trial, "section": b.section, "halted": b.section == "halted",
+                 "question_index": question_index, "line": b.line,
+                 "prompt_reflections": len(b.reflections), "reprinted_in": []},
+    }
+
+
+def _episodes(records: list[dict[str, Any]], path: str) -> list[Episode]:
+    """The records in trial order (block order kept within a trial), one hour apart from :data:`START`."""
     order = sorted(range(len(records)), key=lambda i: records[i]["meta"]["trial"])  # stable: block order kept
     episodes = []
     for n, i in enumerate(order):
@@ -335,7 +341,7 @@ def read_reflexion_hotpotqa(path: str | Path, *, limit_tasks: int | None = None)
             episodes.append(Episode.model_validate(rec))
         except PydanticError as exc:
             err = exc.errors()[0]
-            raise TraceFormatError(f"cannot build an episode: {err['msg']}", path=name, line=rec["meta"]["line"],
+            raise TraceFormatError(f"cannot build an episode: {err['msg']}", path=path, line=rec["meta"]["line"],
                                    field=".".join(str(p) for p in err["loc"]) or None) from None
     return episodes
 

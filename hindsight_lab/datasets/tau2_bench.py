@@ -49,9 +49,8 @@ from typing import Any, Mapping
 
 from ..errors import TraceFormatError
 from ..trace import Episode
-from ._io import Fields, read_json
 from .limits import DEFAULT_LIMITS, ReadLimits
-from .reflexion import _check_limit
+from .reading import Fields, check_limit, read_json
 from .splits import id_hash
 
 READ_ONLY_PREFIXES = ("get_", "find_", "search_", "list_", "check_", "calculate", "think",
@@ -158,7 +157,7 @@ def read_tau2_bench(path: str | Path, *, limit_tasks: int | None = None,
         >>> sorted({c.actor for e in eps for c in e.tool_calls()})  # doctest: +SKIP
         ['assistant', 'user']
     """
-    _check_limit(limit_tasks)
+    check_limit(limit_tasks, "limit_tasks")
     path = Path(path)
     data = _read(path, limits)
     header = _header(path, data)

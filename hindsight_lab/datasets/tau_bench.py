@@ -37,8 +37,8 @@ from pathlib import Path
 from typing import Any
 
 
-from ._io import Fields, read_json_list
 from .limits import DEFAULT_LIMITS, ReadLimits
+from .reading import Fields, check_limit, read_json_list
 from ..errors import ConfigError
 from ..trace import Episode
 
@@ -194,9 +194,7 @@ def read_tau_bench(path: str | Path, *, domain: str | None = None, limit_tasks: 
         >>> eps[0].instruction  # doctest: +SKIP
         "Hi! I'm looking to book a flight from New York to Seattle on May 20th."
     """
-    if limit_tasks is not None and (isinstance(limit_tasks, bool) or not isinstance(limit_tasks, int)
-                                    or limit_tasks < 0):
-        raise ConfigError(f"limit_tasks: expected a non-negative integer or None (got {limit_tasks!r})")
+    check_limit(limit_tasks, "limit_tasks")
     path = Path(path)
     name = str(path)
     named = domain_from_name(path)

@@ -21,10 +21,11 @@ from typing import Any, Callable, Iterable, Mapping, Sequence
 
 from ..errors import HindsightLabError
 from ..trace import Episode
-from .journal import (Journal, JournalingReflector, StoredCodec, as_json, decode_query, decode_row,
-                      encode_query, encode_row)
+from .journal import Journal, as_json
+from .journal_reflector import JournalingReflector
 from .records import QueryRecord, ReplayRun
 from .systems import Injected, ReplaySystem
+from .units import StoredCodec, decode_query, decode_row, encode_query, encode_row
 
 logger = logging.getLogger(__name__)
 

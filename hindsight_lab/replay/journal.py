@@ -12,6 +12,10 @@ further line is one completed **unit**, written with one ``write``, flushed and 
 A kill can leave a trailing partial line; it is ignored and cut off before the next append. Any other unreadable
 line is an error. Resuming with a header that differs from the replay now asked for is an error naming what differs.
 
+What a unit holds is encoded by :mod:`.units`; a hindsight system's reflector is wrapped by
+:class:`~hindsight_lab.replay.journal_reflector.JournalingReflector` to record (and on resume replay) its answers.
+Both are re-exported here.
+
 Examples:
     >>> import tempfile
     >>> folder = tempfile.mkdtemp()
@@ -27,12 +31,16 @@ import json
 import logging
 import os
 import shutil
-from dataclasses import asdict
-from datetime import datetime
 from pathlib import Path
-from typing import Any, Iterable, Mapping, Sequence
+from typing import Any, Mapping
 
 from ..errors import ConfigError, HindsightLabError
+from .journal_reflector import JournalingReflector
+from .units import StoredCodec, decode_answer, decode_query, decode_row, encode_answer, encode_query, encode_row
+
+__all__ = ["JOURNAL_DIR", "JOURNAL_FILE", "Journal", "JournalingReflector", "StoredCodec", "as_json", "decode_answer",
+           "decode_query", "decode_row", "encode_answer", "encode_query", "encode_row", "header_differences",
+           "read_journal"]
 
 logger = logging.getLogger(__name__)
 
@@ -201,149 +209,3 @@ def _fsync_dir(folder: Path) -> None:
 def as_json(value: Any) -> Any:
     """``value`` as it reads back from JSON (tuples become lists, other objects strings)."""
     return json.loads(json.dumps(value, default=str))
-
-
-# ---------------------------------------------------------------------- codecs of what a unit holds
-class StoredCodec:
-    """Delta-encodes each system's successive ``stored`` lists (``[(memory_id, source_episode_ids), ...]``).
-
-    A unit records only what changed since that system's previous list (``set``: new or changed entries,
-    ``drop``: ids gone), so a journal grows with the store, not with its square. Encoder and decoder keep the same
-    state: decode the units in the order they were encoded.
-    """
-
-    def __init__(self) -> None:
-        self._last: dict[str, dict[str, tuple[str, ...]]] = {}
-
-    def encode(self, system: str, stored: Sequence[tuple[str, Sequence[str]]] | None) -> dict[str, Any] | None:
-        if stored is None:
-            return None
-        now = {mid: tuple(src) for mid, src in stored}
-        if len(now) != len(stored):  # duplicate ids: keep the list as it is
-            self._last.pop(system, None)
-            return {"full": [[mid, list(src)] for mid, src in stored]}
-        prev = self._last.get(system, {})
-        delta = {"set": [[mid, list(src)] for mid, src in now.items() if prev.get(mid) != src],
-                 "drop": [mid for mid in prev if mid not in now]}
-        self._last[system] = now
-        return delta
-
-    def decode(self, system: str, delta: Mapping[str, Any] | None) -> list[tuple[str, tuple[str, ...]]] | None:
-        if delta is None:
-            return None
-        if "full" in delta:
-            self._last.pop(system, None)
-            return [(mid, tuple(src)) for mid, src in delta["full"]]
-        cur = dict(self._last.get(system, {}))
-        for mid in delta["drop"]:
-            cur.pop(mid, None)
-        for mid, src in delta["set"]:
-            cur[mid] = tuple(src)
-        self._last[system] = cur
-        return list(cur.items())
-
-
-def encode_query(rec: Any, codec: StoredCodec) -> dict[str, Any]:
-    """A :class:`~hindsight_lab.replay.records.QueryRecord` as a JSON object."""
-    return {"system": rec.system, "query_id": rec.query_id, "order": rec.order,
-            "injected": [[i.memory_id, i.kind, list(i.source_episode_ids), i.tokens] for i in rec.injected],
-            "stored": codec.encode(rec.system, rec.stored), "latency_s": rec.latency_s, "at": rec.at.isoformat(),
-            "group": rec.group}
-
-
-def decode_query(row: Mapping[str, Any], codec: StoredCodec) -> Any:
-    """The inverse of :func:`encode_query`."""
-    from .records import QueryRecord
-    from .systems import Injected
-
-    return QueryRecord(row["system"], row["query_id"], row["order"],
-                       [Injected(m, k, tuple(s), t) for m, k, s, t in row["injected"]],
-                       codec.decode(row["system"], row["stored"]), row["latency_s"],
-                       datetime.fromisoformat(row["at"]), row["group"])
-
-
-def encode_row(row: Mapping[str, Any]) -> dict[str, Any]:
-    """A memory-count or outcome row (``at`` as ISO-8601)."""
-    return {k: v.isoformat() if isinstance(v, datetime) else v for k, v in row.items()}
-
-
-def decode_row(row: Mapping[str, Any]) -> dict[str, Any]:
-    return {k: datetime.fromisoformat(v) if k == "at" and isinstance(v, str) else v for k, v in row.items()}
-
-
-def encode_answer(answer: Any) -> dict[str, Any]:
-    """A reflector answer (:class:`~hindsight_lab.reflect.schema.Reflection` or ``Rejection``) as JSON."""
-    from ..reflect.schema import Reflection
-
-    if isinstance(answer, Reflection):
-        return {"reflection": answer.model_dump(mode="json")}
-    return {"rejection": asdict(answer)}
-
-
-def decode_answer(row: Mapping[str, Any]) -> Any:
-    from ..reflect.schema import Reflection, Rejection
-
-    if "reflection" in row:
-        return Reflection.model_validate(row["reflection"])
-    return Rejection(**row["rejection"])
-
-
-class JournalingReflector:
-    """Wraps a hindsight system's reflector: records its answers for the journal, and on resume answers from the
-    journal instead of asking it again.
-
-    So a resumed replay re-derives its stores from exactly the reflections the killed one got — which matters for a
-    reflector that is not deterministic (an LLM) and costs nothing for the deterministic heuristic one. The replayed
-    answers are checked against the episode they are for.
-
-    Args:
-        inner: the reflector (anything with ``reflect_batch``).
-        name: the system's name, for messages.
-    """
-
-    def __init__(self, inner: Any, name: str) -> None:
-        self.inner = inner
-        self.name = name
-        self.recorded: list[Any] = []
-        self._queued: list[Any] | None = None  # a list while replaying a journaled unit
-
-    def describe(self) -> dict[str, Any]:
-        return self.inner.describe()
-
-    def reflect(self, episode: Any, related: Sequence[Any]) -> Any:
-        return self.reflect_batch([(episode, related)])[0]
-
-    def reflect_batch(self, items: Sequence[tuple[Any, Sequence[Any]]]) -> list[Any]:
-        if self._queued is None:
-            answers = list(self.inner.reflect_batch(items))
-            self.recorded.extend(answers)
-            return answers
-        if len(self._queued) < len(items):
-            raise HindsightLabError(f"resume: system {self.name!r} asked for {len(items)} reflection(s) where the "
-                                    f"journal holds {len(self._queued)}: the replay diverged from the journal")
-        answers, self._queued = self._queued[:len(items)], self._queued[len(items):]
-        for (episode, _), answer in zip(items, answers):
-            got = getattr(answer, "episode_id", None)
-            want = getattr(episode, "episode_id", None)
-            if got is not None and want is not None and got != want:
-                raise HindsightLabError(f"resume: system {self.name!r} asked for a reflection on {want!r}; the "
-                                        f"journal holds one on {got!r}: the replay diverged from the journal")
-        return answers
-
-    def take(self) -> list[dict[str, Any]]:
-        """The answers recorded since the last call, encoded, and forget them."""
-        out = [encode_answer(a) for a in self.recorded]
-        self.recorded.clear()
-        return out
-
-    def replay(self, answers: Iterable[Mapping[str, Any]]) -> None:
-        """Answer the next requests from these journaled answers, in order, until :meth:`done_replaying`."""
-        self._queued = [decode_answer(a) for a in answers]
-
-    def done_replaying(self, episode_id: str) -> None:
-        """Back to asking the reflector; every journaled answer must have been used."""
-        left, self._queued = self._queued or [], None
-        if left:
-            raise HindsightLabError(f"resume: re-deriving {episode_id!r}, system {self.name!r} used fewer "
-                                    f"reflections than the journal holds ({len(left)} left): the replay diverged "
-                                    "from the journal")

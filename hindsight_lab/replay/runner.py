@@ -7,8 +7,9 @@ import hashlib
 import json
 import tempfile
 import time
+from contextlib import contextmanager
 from pathlib import Path
-from typing import Any, Mapping, Sequence
+from typing import Any, Iterator, Mapping, Sequence
 
 from ..config import LabConfig
 from ..datasets.combine import ORDERS, file_sha256
@@ -76,7 +77,6 @@ def run_replay(path: str | Path | Sequence[str | Path], *, format: str = "auto",
             earlier run of its task.
     """
     from ..datasets import detect_format
-    from ..datasets.combine import load_history
     from ..datasets.registry import resolve
     from ..embed import embedder_for
 
@@ -88,6 +88,46 @@ def run_replay(path: str | Path | Sequence[str | Path], *, format: str = "auto",
     budget = token_budget or cfg.retrieval.token_budget
     if embedder is None:
         embedder = embedder_for(cfg.embedder)
+    data, dataset, baseline_key = _load(paths, format, fmt, top_k=top_k, budget=budget, limit=limit,
+                                        skip_invalid=skip_invalid, baseline_key=baseline_key)
+    header = None if out is None else journal_header(dataset, systems=systems, config=cfg, configs=configs,
+                                                     skip_invalid=skip_invalid, embedder=embedder.name(),
+                                                     baseline_key=baseline_key)
+    with _journal(out, header, resume=resume) as journal:
+        report = _replay_and_judge(data, dataset, systems=systems, config=cfg, configs=configs, top_k=top_k,
+                                   budget=budget, limit=limit, embedder=embedder, show_progress=show_progress,
+                                   workdir=workdir, journal=journal, baseline_key=baseline_key, metrics=metrics,
+                                   seed=seed)
+        if out is not None:
+            report.save(out)
+    return report
+
+
+@contextmanager
+def _journal(out: str | Path | None, header: dict[str, Any] | None, *, resume: bool) -> Iterator[Journal | None]:
+    """The replay's journal under ``out`` (None without ``out``): closed whatever happens, removed once the body
+    has finished (the report is written: nothing left to resume)."""
+    if out is None or header is None:
+        yield None
+        return
+    journal = Journal.open(Path(out) / JOURNAL_DIR, header, resume=resume)
+    try:
+        yield journal
+    finally:
+        journal.close()
+    journal.remove()
+
+
+def _load(paths: list[Path], format: str, fmt: str | None, *, top_k: int, budget: int, limit: int | None,
+          skip_invalid: bool, baseline_key: str | None) -> tuple[Path | list[Any], dict[str, Any], str]:
+    """What to replay (a LoCoMo file's path, or the loaded episodes), the report's ``dataset`` section, and the
+    text the baselines index.
+
+    Raises:
+        NothingToDo: no episode, or an empty query set (:func:`_check_something_to_do`).
+    """
+    from ..datasets.combine import load_history
+
     dataset: dict[str, Any] = {"name": paths[0].stem, "format": fmt, "sha256": "", "order": "", "top_k": top_k,
                                "token_budget": budget, "limit": limit, "retrieval_effects": "off (replay default)",
                                "task_type_known_at_start": False}
@@ -101,30 +141,24 @@ def run_replay(path: str | Path | Sequence[str | Path], *, format: str = "auto",
         _check_something_to_do(data, dataset)
         baseline_key = baseline_key or BASELINE_KEY
     dataset["baselines_index"] = baseline_key
-    journal = None
-    if out is not None:
-        header = journal_header(dataset, systems=systems, config=cfg, configs=configs, skip_invalid=skip_invalid,
-                                embedder=embedder.name(), baseline_key=baseline_key)
-        journal = Journal.open(Path(out) / JOURNAL_DIR, header, resume=resume)
-    try:
-        t_load = time.perf_counter()
-        embedder.embed(["warm up"])
-        model_s = time.perf_counter() - t_load
-        run, judgements, sources = _replay(data, dataset, systems=systems, config=cfg, configs=configs,
-                                           top_k=top_k, budget=budget, limit=limit, embedder=embedder,
-                                           show_progress=show_progress, workdir=workdir, journal=journal,
-                                           baseline_key=baseline_key)
-        run.timing["total_s"] = run.timing.get("total_s", 0.0) + run.timing.get("prefetch_s", 0.0)
-        run.timing["model_load_s"] = model_s
-        report = judge(run, judgements, dataset, metrics=metrics, seed=seed, sources=sources)
-        if out is not None:
-            report.save(out)
-    finally:
-        if journal is not None:
-            journal.close()
-    if journal is not None:
-        journal.remove()  # the report is written: nothing left to resume
-    return report
+    return data, dataset, baseline_key
+
+
+def _replay_and_judge(data: Path | list[Any], dataset: dict[str, Any], *, systems: Sequence[str], config: LabConfig,
+                      configs: Mapping[str, LabConfig] | None, top_k: int, budget: int, limit: int | None,
+                      embedder: Any, show_progress: bool, workdir: str | Path | None, journal: Journal | None,
+                      baseline_key: str, metrics: Sequence[str], seed: int) -> ReplayReport:
+    """Warm the model up, replay, add the prefetch to the total time, and judge."""
+    t_load = time.perf_counter()
+    embedder.embed(["warm up"])
+    model_s = time.perf_counter() - t_load
+    run, judgements, sources = _replay(data, dataset, systems=systems, config=config, configs=configs,
+                                       top_k=top_k, budget=budget, limit=limit, embedder=embedder,
+                                       show_progress=show_progress, workdir=workdir, journal=journal,
+                                       baseline_key=baseline_key)
+    run.timing["total_s"] = run.timing.get("total_s", 0.0) + run.timing.get("prefetch_s", 0.0)
+    run.timing["model_load_s"] = model_s
+    return judge(run, judgements, dataset, metrics=metrics, seed=seed, sources=sources)
 
 
 def _check_something_to_do(episodes: Sequence[Any], dataset: Mapping[str, Any]) -> None:

@@ -18,7 +18,7 @@ Examples:
 
 import logging
 from contextlib import contextmanager
-from typing import TYPE_CHECKING, Annotated, Iterator, Literal
+from typing import TYPE_CHECKING, Annotated, Callable, Iterator, Literal
 
 from pydantic import Field
 
@@ -88,7 +88,15 @@ def build_server(pool: MemoryPool, settings: ServerConfig) -> "MCPServer":
     names = tool_names(settings.tool_prefix)
     server = MCPServer("hindsight-lab", version=__version__, instructions=INSTRUCTIONS.format(**names),
                        log_level="INFO")
+    for make in (_write_tool, _search_tool, _reflect_tool, _feedback_tool):
+        fn = make(pool, limits)
+        server.add_tool(fn, name=names[fn.__name__])
+    return server
 
+
+# One factory per tool: the tool is a closure over the pool and the limits; the SDK builds its input schema from
+# the tool's annotations and its description from its docstring.
+def _write_tool(pool: MemoryPool, limits: Limits) -> Callable[..., WriteOut]:
     def memory_write(
         content: Annotated[str, Field(description="the rule or judgement to remember")],
         layer: Annotated[Literal["L2", "L3"], Field(
@@ -120,6 +128,10 @@ def build_server(pool: MemoryPool, settings: ServerConfig) -> "MCPServer":
             ns, res = pool.run(namespace, lambda mem: (mem.config_.store.namespace, mem.write(content, **fields)))
             return write_out(ns, res)
 
+    return memory_write
+
+
+def _search_tool(pool: MemoryPool, limits: Limits) -> Callable[..., SearchOut]:
     def memory_search(
         query: Annotated[str, Field(description="what the agent sees at task start, e.g. the user's request")],
         task_type: TaskType = None,
@@ -138,6 +150,10 @@ def build_server(pool: MemoryPool, settings: ServerConfig) -> "MCPServer":
                 mem.config_.store.namespace, mem.search(query, task_type=task_type, domain=domain, top_k=top_k)))
             return search_out(ns, res)
 
+    return memory_search
+
+
+def _reflect_tool(pool: MemoryPool, limits: Limits) -> Callable[..., ReflectOut]:
     def memory_reflect(
         episode: Annotated[Episode, Field(description="the finished task run in the trace format")],
         task_type: TaskType = None,
@@ -152,6 +168,10 @@ def build_server(pool: MemoryPool, settings: ServerConfig) -> "MCPServer":
                                                        mem.reflect(episode, task_type=task_type)))
             return reflect_out(ns, out)
 
+    return memory_reflect
+
+
+def _feedback_tool(pool: MemoryPool, limits: Limits) -> Callable[..., FeedbackOut]:
     def memory_feedback(
         memory_id: Annotated[str, Field(description="id of a memory returned by search or write")],
         signal: Annotated[Literal["up", "down", "correction"], Field(
@@ -167,6 +187,4 @@ def build_server(pool: MemoryPool, settings: ServerConfig) -> "MCPServer":
                                                        mem.feedback(memory_id, signal, text)))
             return feedback_out(ns, memory_id, signal, rec)
 
-    for fn in (memory_write, memory_search, memory_reflect, memory_feedback):
-        server.add_tool(fn, name=names[fn.__name__])
-    return server
+    return memory_feedback

@@ -168,3 +168,57 @@ def test_fixtures_load_as_jsonl_and_replay_with_a_non_empty_query_set(scenario, 
     assert queries and queries <= set(report.judgements.query_ids)  # (retries of one task are queries too)
     assert m["systems"]["none"]["hit@10"] == 0.0
     assert not math.isnan(m["systems"]["bm25"]["ndcg@5"])
+
+
+def test_module_entry_regenerates_the_fixtures_and_prints_nothing(tmp_path, monkeypatch, capsys):
+    import runpy
+
+    from hindsight_lab.datasets.synthetic import fixtures
+
+    monkeypatch.setattr(fixtures, "fixture_dir", lambda: tmp_path)
+    runpy.run_module("hindsight_lab.datasets.synthetic", run_name="__main__")
+    assert capsys.readouterr().out == ""
+    for scenario in SCENARIOS:
+        assert (tmp_path / f"{scenario}.jsonl").read_bytes() == (fixture_dir() / f"{scenario}.jsonl").read_bytes()
+
+
+# ---------------------------------------------------------------------------------------------------- one vocabulary
+# Regression: the planted rules (from conflicts/synthetic.py) and the benchmark corpus (from bench.py) moved into this
+# package and draw through its one vocabulary; these digests were taken from the code before the move, so a changed
+# word or a reordered draw fails here, not silently in a cached embedding or a conflict benchmark.
+def _digest(value) -> str:
+    import hashlib
+    import json
+
+    return hashlib.sha256(json.dumps(value).encode()).hexdigest()
+
+
+def test_planted_rules_are_the_draws_they_were_before_the_move():
+    from hindsight_lab.datasets.synthetic.rules import planted_rules
+
+    records, planted = planted_rules(40, seed=0)
+    rows = [[r.id, r.content, r.task_type, r.created_at.isoformat(), r.attrs] for r in records]
+    assert _digest(rows + [planted]) == "606ba69881c60f044324ea36e4e35eba751f9b6e03ed555d90e9adf6f8e692b3"
+
+
+def test_benchmark_corpus_is_the_draws_it_was_before_the_move():
+    from hindsight_lab.datasets.synthetic.corpus import corpus_episode, instructions
+
+    value = [instructions(1, 2000), [corpus_episode(3, j) for j in range(300)]]
+    assert _digest(value) == "263eb04c2c84956da7e884cd2fc23dabf70b1f19961ff725a16ddcb3ff6220cb"
+    assert instructions(1, 500) == instructions(1, 2000)[:500]  # a smaller store is a prefix of a larger one
+
+
+def test_every_generator_draws_from_the_one_vocabulary():
+    import random
+
+    from hindsight_lab.datasets.synthetic.names import RULE_TOPICS, SUPPORT, WORKPLACE, draw_entities, draw_slots
+    from hindsight_lab.datasets.synthetic.rules import planted_rules
+
+    ents = draw_entities(random.Random(5))
+    assert ents["first"] in SUPPORT["first"] and ents["product"] in SUPPORT["product"]
+    slots = draw_slots(random.Random(5))
+    assert slots["name"].split()[0] in WORKPLACE["first"] and slots["vendor"] in WORKPLACE["vendor"]
+    assert {r.task_type for r in planted_rules(8, seed=1)[0]} <= set(RULE_TOPICS["task_type"])
+    # negative control: the vocabularies stay apart (merging them would change every seeded output)
+    assert SUPPORT["first"] != WORKPLACE["first"]

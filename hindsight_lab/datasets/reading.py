@@ -1,22 +1,46 @@
-"""Reading helpers shared by the adapters; every one bounds what it parses (:mod:`.limits`)."""
+"""Reading helpers shared by the adapters (and by the other readers of JSON Lines files: ``memories import``, the
+labelled conflict pairs); every one bounds what it parses (:mod:`.limits`) and names the file in its errors.
+
+Examples:
+    >>> check_limit(3, "limit_tasks")
+    >>> check_limit(-1, "limit_tasks")
+    Traceback (most recent call last):
+    ...
+    hindsight_lab.errors.ConfigError: limit_tasks: expected a non-negative integer or None (got -1)
+"""
 
 from __future__ import annotations
 
 from pathlib import Path
 from typing import Any, Iterator
 
-from ..errors import TraceFormatError
+from ..errors import ConfigError, TraceFormatError
 from .limits import DEFAULT_LIMITS, ReadLimits, loads
+
+__all__ = ["Fields", "check_limit", "json_lines", "read_json", "read_json_list", "read_text"]
+
+
+def check_limit(value: int | None, name: str) -> None:
+    """A reader's ``limit_tasks`` / ``limit_conversations`` argument: None or a non-negative integer (not a bool).
+
+    Raises:
+        ConfigError: anything else, naming the argument.
+    """
+    if value is not None and (isinstance(value, bool) or not isinstance(value, int) or value < 0):
+        raise ConfigError(f"{name}: expected a non-negative integer or None (got {value!r})")
+
+
+def read_text(path: Path) -> str:
+    """A whole UTF-8 file (a byte-order mark dropped); text that is not UTF-8 raises naming the file and the byte."""
+    try:
+        return path.read_bytes().decode("utf-8-sig")
+    except UnicodeDecodeError as exc:
+        raise TraceFormatError(f"not UTF-8: {exc.reason} at byte {exc.start}", path=str(path)) from None
 
 
 def read_json(path: Path, limits: ReadLimits = DEFAULT_LIMITS) -> Any:
     """A whole JSON file within ``limits``; errors name the file (and line)."""
-    name = str(path)
-    try:
-        text = path.read_bytes().decode("utf-8-sig")
-    except UnicodeDecodeError as exc:
-        raise TraceFormatError(f"not UTF-8: {exc.reason} at byte {exc.start}", path=name) from None
-    return loads(text, limits, path=name)
+    return loads(read_text(path), limits, path=str(path))
 
 
 def read_json_list(path: Path, what: str, limits: ReadLimits = DEFAULT_LIMITS) -> list[Any]:

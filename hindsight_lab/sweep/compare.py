@@ -1,0 +1,79 @@
+"""The comparison table of a sweep: the base and the best config from the cached evaluator, with bootstrap intervals,
+and the ``none``, ``dense`` and ``bm25`` baselines replayed on the same splits."""
+
+from __future__ import annotations
+
+import time
+from typing import TYPE_CHECKING, Any, Sequence
+
+import numpy as np
+
+from ..config import LabConfig
+from ..replay.report import HEADLINE, METRICS
+from .result import SPLITS
+from .spec import SweepSpec
+from .trials import SweepData, budgeted, evaluator, group_key
+
+if TYPE_CHECKING:
+    import pandas as pd
+
+
+def compare(spec: SweepSpec, base: LabConfig, best: LabConfig | None, datasets: Sequence[SweepData],
+            timing: dict[str, float], baselines: bool) -> tuple["pd.DataFrame", dict[str, Any]]:
+    """``base`` and ``best`` from the evaluator, the baselines from a replay; intervals of base and best."""
+    import pandas as pd
+
+    from ..metrics import bootstrap_ci
+
+    rows: dict[str, dict[str, float]] = {}
+    intervals: dict[str, Any] = {}
+    named = {"base": base.with_params(budgeted({}, spec))}
+    if best is not None:
+        named["best"] = best
+    for name, cfg in named.items():
+        per: dict[str, list[Any]] = {s: [] for s in SPLITS}
+        for d in datasets:
+            key = group_key({f: v for f, v in cfg.flat().items() if f in spec.replay_fields})
+            ev = evaluator(d, key, cfg, spec, timing, False).evaluate([cfg])
+            for s in SPLITS:
+                if d.split[s]:
+                    per[s].append((ev, d.split[s]))
+        row: dict[str, float] = {}
+        intervals[name] = {}
+        for s, items in per.items():
+            if not items:
+                continue
+            frames = [ev.summary(ids) for ev, ids in items]
+            for col in frames[0].columns:
+                row[f"{s}.{col}"] = float(np.mean([f.loc[0, col] for f in frames]))
+            if len(items) == 1:
+                ev, ids = items[0]
+                intervals[name][s] = {m: list(bootstrap_ci(ev.per_query(0, m, ids), ev.groups, seed=spec.seed))
+                                      for m in HEADLINE}
+        rows[name] = row
+    if baselines:
+        t = time.perf_counter()
+        rows.update(replay_baselines(spec, datasets))
+        timing["baselines_s"] = time.perf_counter() - t
+    return pd.DataFrame.from_dict(rows, orient="index"), intervals
+
+
+def replay_baselines(spec: SweepSpec, datasets: Sequence[SweepData]) -> dict[str, dict[str, float]]:
+    """``none``, ``dense`` and ``bm25`` on the same splits (one replay per dataset)."""
+    from ..replay.runner import run_replay
+
+    sums: dict[str, dict[str, list[float]]] = {}
+    for d, ds in zip(datasets, spec.datasets):
+        report = run_replay(d.paths, format=ds.format, systems=["none", "dense", "bm25"], top_k=spec.top_k,
+                            token_budget=spec.token_budget, limit=ds.limit, skip_invalid=ds.skip_invalid,
+                            embedder=d.embedder, seed=spec.seed)
+        frame = report.per_episode
+        for name, part in frame.groupby("system"):
+            for s in SPLITS:
+                sel = part[part["query_id"].isin(d.split[s])]
+                if sel.empty:
+                    continue
+                for m in METRICS:
+                    sums.setdefault(str(name), {}).setdefault(f"{s}.{m}", []).append(float(sel[m].mean()))
+                sums[str(name)].setdefault(f"{s}.tokens_median", []).append(float(sel["tokens"].median()))
+    return {name: {k: float(np.mean(v)) for k, v in cols.items()} for name, cols in sums.items()}

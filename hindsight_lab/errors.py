@@ -6,6 +6,8 @@ from the matching built-in too, so ``except ValueError`` keeps working for calle
 
 from __future__ import annotations
 
+from typing import Any
+
 
 class HindsightLabError(Exception):
     """Base class of every error raised by hindsight_lab."""
@@ -71,3 +73,16 @@ class MissingDependencyError(HindsightLabError, ImportError):
 
 class HindsightLabWarning(UserWarning):
     """Base class of every warning emitted by hindsight_lab."""
+
+
+def invalid_input(exc: Any, what: str) -> str:
+    """The message of a pydantic ``ValidationError`` about ``what``, one clause per bad field, e.g.
+    ``write: invalid input: confidence: must be between 0 and 1 (got 1.7)``."""
+    parts = []
+    for err in exc.errors():
+        field = ".".join(str(p) for p in err["loc"]) or "<input>"
+        msg = err["msg"].removeprefix("Value error, ")
+        if err["type"] == "extra_forbidden":
+            msg = "unknown field"
+        parts.append(f"{field}: {msg} (got {err.get('input')!r})")
+    return f"{what}: invalid input: " + "; ".join(parts)

@@ -1,19 +1,15 @@
-"""The pluggable parts: :class:`Embedder` and :class:`Store` (``typing.Protocol``, runtime-checkable)."""
+"""The pluggable parts of the engine: :class:`Embedder` and :class:`Store` (``typing.Protocol``, runtime-checkable).
+The reflector's protocol lives with the reflection pipeline (:mod:`hindsight_lab.reflect.protocol`)."""
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Iterator, Protocol, Sequence, runtime_checkable
+from typing import Any, Iterator, Protocol, Sequence, runtime_checkable
 
 import numpy as np
 
-from .types import MemoryRecord
+from .types import BUCKETS, Bucket, MemoryRecord
 
-if TYPE_CHECKING:
-    from .reflect.compress import CompressedEpisode
-    from .reflect.schema import Reflection, Rejection
-
-#: Where a record lives in a store: one collection per kind, plus the archive (kept, never recalled).
-BUCKETS: tuple[str, ...] = ("episode", "candidate", "rule", "archive")
+__all__ = ["BUCKETS", "Bucket", "Embedder", "Store"]
 
 
 @runtime_checkable
@@ -31,43 +27,40 @@ class Embedder(Protocol):
 
 @runtime_checkable
 class Store(Protocol):
-    """Record storage with vector search, one bucket per kind. Similarities are cosine: higher is better."""
+    """Record storage with vector search, one bucket per :class:`~hindsight_lab.types.Bucket`.
+
+    A bucket argument is a :class:`~hindsight_lab.types.Bucket` or its string value. Similarities are cosine:
+    higher is better. Records keep the vectors they were stored with until ``upsert`` or ``rebuild`` replaces them.
+    """
 
     def open(self, embedding_model: str, *, verify: bool = True) -> None:
         """Create or open the buckets; raise ``EmbeddingModelMismatch`` if they were built with another model."""
 
-    def upsert(self, bucket: str, records: Sequence[MemoryRecord], embeddings: np.ndarray) -> None: ...
+    def embedding_models(self) -> dict[str, str | None]:
+        """The embedding model each bucket was built with (None: not yet known)."""
 
-    def update(self, bucket: str, records: Sequence[MemoryRecord]) -> None:
+    def upsert(self, bucket: Bucket | str, records: Sequence[MemoryRecord], embeddings: np.ndarray) -> None:
+        """Insert or replace records with their vectors."""
+
+    def update(self, bucket: Bucket | str, records: Sequence[MemoryRecord]) -> None:
         """Replace content and metadata, keep the stored vectors."""
 
-    def query(self, bucket: str, embedding: np.ndarray, n: int
-              ) -> list[tuple[MemoryRecord, float, np.ndarray]]: ...
+    def query(self, bucket: Bucket | str, embedding: np.ndarray, n: int
+              ) -> list[tuple[MemoryRecord, float, np.ndarray]]:
+        """The ``n`` nearest records to ``embedding``, nearest first, with their similarity and vector."""
 
-    def get(self, bucket: str, ids: Sequence[str]) -> list[tuple[MemoryRecord, np.ndarray]]: ...
+    def get(self, bucket: Bucket | str, ids: Sequence[str]) -> list[tuple[MemoryRecord, np.ndarray]]:
+        """The records with these ids that the bucket holds, with their vectors."""
 
-    def scan(self, bucket: str) -> Iterator[MemoryRecord]: ...
+    def scan(self, bucket: Bucket | str, *, with_embeddings: bool = False) -> Iterator[Any]:
+        """Every record of a bucket; ``(record, vector)`` pairs with ``with_embeddings``."""
 
-    def delete(self, bucket: str, ids: Sequence[str]) -> None: ...
+    def delete(self, bucket: Bucket | str, ids: Sequence[str]) -> None: ...
 
-    def count(self, bucket: str) -> int: ...
+    def count(self, bucket: Bucket | str) -> int: ...
 
-    def rebuild(self, bucket: str, records: Sequence[MemoryRecord], embeddings: np.ndarray,
+    def rebuild(self, bucket: Bucket | str, records: Sequence[MemoryRecord], embeddings: np.ndarray,
                 embedding_model: str) -> None:
         """Replace a bucket whole (used by ``reembed``)."""
 
     def close(self) -> None: ...
-
-
-@runtime_checkable
-class Reflector(Protocol):
-    """Turns a compressed episode (plus related earlier ones, the source of counter-examples) into a reflection.
-
-    Implementations never raise for a bad model answer: they return a ``Rejection`` with its reason.
-    """
-
-    def reflect(self, episode: "CompressedEpisode", related: Sequence["CompressedEpisode"]
-                ) -> "Reflection | Rejection": ...
-
-    def reflect_batch(self, items: Sequence[tuple["CompressedEpisode", Sequence["CompressedEpisode"]]]
-                      ) -> list["Reflection | Rejection"]: ...

@@ -9,9 +9,10 @@ from __future__ import annotations
 import enum
 import random
 import uuid
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import datetime, timezone
-from typing import Any, Mapping
+from collections.abc import Iterator, Mapping
+from typing import Any
 
 
 class Layer(str, enum.Enum):
@@ -42,7 +43,25 @@ class Kind(str, enum.Enum):
                 Kind.WORKING: Layer.L1}[self]
 
 
-STORED_KINDS: tuple[Kind, ...] = (Kind.EPISODE, Kind.CANDIDATE, Kind.RULE)
+class Bucket(enum.StrEnum):
+    """Where a record lives in a store: one bucket (a Chroma collection) per stored kind, plus the archive, which
+    keeps records of every kind that are never recalled (DESIGN §1)."""
+
+    EPISODE = "episode"
+    CANDIDATE = "candidate"
+    RULE = "rule"
+    ARCHIVE = "archive"
+
+    @classmethod
+    def of(cls, record: "MemoryRecord") -> "Bucket":
+        """The bucket a record belongs in: the archive when it is archived, else its kind's."""
+        return cls.ARCHIVE if record.archived else cls(record.kind.value)
+
+
+#: Every bucket of a store, in the order stores create and scan them.
+BUCKETS: tuple[Bucket, ...] = tuple(Bucket)
+#: The buckets recall reads (every one but the archive).
+RECALLED: tuple[Bucket, ...] = (Bucket.EPISODE, Bucket.CANDIDATE, Bucket.RULE)
 
 
 def utcnow() -> datetime:
@@ -143,23 +162,78 @@ class MemoryRecord:
         """Source tag used in the injection block, e.g. ``[L3#a1b2c3]``."""
         return f"[{self.layer.value}#{self.id.rsplit('-', 1)[-1][:6]}]"
 
+    def merged_with(self, other: "MemoryRecord", *, confirmed_at: datetime | None = None) -> "MemoryRecord":
+        """``other`` folded into this record: the one merge rule, for dedup on write and for the duplicates the
+        conflict pass finds.
 
-@dataclass(frozen=True, slots=True)
-class ScoreTerms:
-    """The rerank score of one hit, by term (DESIGN §3). ``total`` = weighted sum minus redundancy."""
+        Hits add up, confidence is their hit-weighted mean, provenance, counter-examples and feedback notes are
+        unioned (order kept), feedback counts add up; trigger, task_type and domain are this record's, else
+        ``other``'s. A write confirms: ``confirmed_at`` becomes ``last_confirmed_at`` and the decay steps start
+        again. Without it (maintenance confirms nothing) the later of the two confirmation times is kept.
 
-    semantic: float
-    lexical: float
-    task_type: float
-    confidence: float
-    recency: float
-    redundancy: float
-    total: float
+        Examples:
+            >>> a = MemoryRecord("rule-a", Kind.CANDIDATE, "Check X first", confidence=0.6, source_episode_ids=("e1",))
+            >>> b = MemoryRecord("rule-b", Kind.CANDIDATE, "Check X first.", confidence=0.9, source_episode_ids=("e2",))
+            >>> m = a.merged_with(b)
+            >>> m.id, m.hit_count, round(m.confidence, 2), m.source_episode_ids
+            ('rule-a', 2, 0.75, ('e1', 'e2'))
+        """
+        hits = self.hit_count + other.hit_count
+        if confirmed_at is None:
+            stamps = [t for t in (self.last_confirmed_at, other.last_confirmed_at) if t is not None]
+            confirmed, decay_steps = (max(stamps) if stamps else None), self.decay_steps
+        else:
+            confirmed, decay_steps = confirmed_at, 0
+        return replace(
+            self, hit_count=hits,
+            confidence=(self.confidence * self.hit_count + other.confidence * other.hit_count) / hits,
+            source_episode_ids=tuple(dict.fromkeys(self.source_episode_ids + other.source_episode_ids)),
+            counter_examples=tuple(dict.fromkeys(self.counter_examples + other.counter_examples)),
+            trigger=self.trigger or other.trigger, task_type=self.task_type or other.task_type,
+            domain=self.domain or other.domain, last_confirmed_at=confirmed, decay_steps=decay_steps,
+            ups=self.ups + other.ups, downs=self.downs + other.downs,
+            feedback_notes=tuple(dict.fromkeys(self.feedback_notes + other.feedback_notes)))
+
+
+class ScoreTerms(Mapping[str, float]):
+    """The rerank score of one hit, by term name (DESIGN §3), in the rerank's column order: each feature, the
+    redundancy at selection time, and ``total`` (the weighted sum minus the redundancy penalty). Read a term as
+    ``scores["semantic"]`` or ``scores.semantic``.
+
+    Examples:
+        >>> s = ScoreTerms({"semantic": 0.9, "redundancy": 0.0, "total": 0.18})
+        >>> s.semantic, s["total"], list(s)
+        (0.9, 0.18, ['semantic', 'redundancy', 'total'])
+    """
+
+    __slots__ = ("_values",)
+
+    def __init__(self, values: Mapping[str, float]) -> None:
+        object.__setattr__(self, "_values", {k: float(v) for k, v in values.items()})
+
+    def __getitem__(self, name: str) -> float:
+        return self._values[name]
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._values)
+
+    def __len__(self) -> int:
+        return len(self._values)
+
+    def __getattr__(self, name: str) -> float:
+        try:
+            return self._values[name]
+        except KeyError:
+            raise AttributeError(f"no score term {name!r} (terms: {', '.join(self._values)})") from None
+
+    def __setattr__(self, name: str, value: Any) -> None:
+        raise AttributeError("ScoreTerms is read-only")
+
+    def __repr__(self) -> str:
+        return "ScoreTerms(" + ", ".join(f"{k}={v!r}" for k, v in self._values.items()) + ")"
 
     def as_dict(self) -> dict[str, float]:
-        return {"semantic": self.semantic, "lexical": self.lexical, "task_type": self.task_type,
-                "confidence": self.confidence, "recency": self.recency, "redundancy": self.redundancy,
-                "total": self.total}
+        return dict(self._values)
 
 
 @dataclass(frozen=True, slots=True)

@@ -12,7 +12,7 @@ import pytest
 from hindsight_lab.bench import corpus_embeddings, generate, make_episode, recall_at
 from hindsight_lab.cli import main
 from hindsight_lab.embed import HashingEmbedder
-from hindsight_lab.summary import derive_task_type
+from hindsight_lab.trace.summary import derive_task_type
 from hindsight_lab.trace import Episode
 
 

@@ -1,4 +1,4 @@
-"""Later evidence against stored successes (hindsight_lab.evidence): refusals at a step a success passed retire it."""
+"""Later evidence against stored successes (hindsight_lab.memory.evidence): refusals at a step a success passed retire it."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ import pytest
 
 from hindsight_lab import Kind, LabConfig, MemorySystem
 from hindsight_lab.embed import HashingEmbedder
-from hindsight_lab.evidence import Contradictions
+from hindsight_lab.memory.evidence import Contradictions
 from hindsight_lab.store.memory import InMemoryStore
 from support import T0
 

@@ -10,7 +10,7 @@ import pytest
 from hindsight_lab import Kind, LabConfig, MemorySystem, StoreError, ValidationError
 from hindsight_lab.embed import HashingEmbedder
 from hindsight_lab.store.memory import InMemoryStore
-from hindsight_lab.summary import derive_task_type, summarise
+from hindsight_lab.trace.summary import derive_task_type, summarise
 from hindsight_lab.trace import Episode
 from support import T0, episode
 
@@ -110,9 +110,9 @@ def test_classifier_forgets_an_episode_rewritten_as_a_failure():
     m = MemorySystem(cfg, store=InMemoryStore(), embedder=HashingEmbedder(dim=256), clock=lambda: T0)
     m.write_episode(episode("a", "refund the order", ["issue_refund"]))
     m.write_episode(episode("b", "move my address", ["update_address"]))
-    assert len(m._classifier) == 2
+    assert len(m.index_.classifier) == 2
     m.write_episode(episode("b", "move my address", ["update_address"], "failure"))  # same id: replaced
-    assert len(m._classifier) == 1
+    assert len(m.index_.classifier) == 1
 
 
 def test_domain_filter_and_top_k(mem):

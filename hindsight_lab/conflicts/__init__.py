@@ -1,29 +1,13 @@
-"""Conflicting rules (article §7.2): cluster L3 rules and L2 candidates with HDBSCAN, find contradictions within
-clusters and among nearest neighbours, and resolve them — supersede a clearly stronger, newer rule's rival, flag
-close pairs so both are recalled and shown as conflicting. :meth:`MemorySystem.maintain` runs the pass.
+"""Conflicting rules (article §7.2): the detection engine. Cluster L3 rules and L2 candidates with HDBSCAN, find
+contradictions within clusters and among nearest neighbours, and plan their resolution — supersede a clearly
+stronger, newer rule's rival, flag close pairs so both are recalled and shown as conflicting, merge duplicates.
+The memory applies a plan (:mod:`hindsight_lab.memory.maintain`); flagged rivals are shown at recall time
+(:mod:`hindsight_lab.retrieve.marks`).
 
 - ``text``, ``claims``: reading a rule's orderings, tools, negations and quantities; ``detect``: the offline
   detector; ``llm``: the optional LiteLLM judge.
-- ``cluster``: HDBSCAN and the pairs to compare; ``resolve``: strength, supersede or flag, merging duplicates;
-  ``scan``: one pass as a plan; ``apply``: the plan applied to a memory; ``inject``: flagged rivals at recall time.
-- ``pairs``: judging labelled pairs; ``plot``, ``cli``, ``bench``. The planted contradictions moved to
-  :mod:`hindsight_lab.datasets.synthetic.rules` (``synthetic`` re-exports them for one release, with a warning).
+- ``cluster``: HDBSCAN and the pairs to compare; ``resolve``: strength, supersede or flag, the surviving duplicate;
+  ``scan``: one pass as a plan; ``pairs``: judging labelled pairs.
+- ``synthetic``: deprecated, for one release: the planted contradictions moved to
+  :mod:`hindsight_lab.datasets.synthetic.rules`.
 """
-
-from __future__ import annotations
-
-import importlib
-from typing import Any
-
-_EXPORTS = {"OfflineDetector": "detect", "Verdict": "detect", "LabelledPair": "pairs", "judge_pairs": "pairs",
-            "load_pairs": "pairs", "scores": "pairs", "ConflictPlan": "scan", "make_judge": "scan",
-            "read_store": "scan", "scan": "scan"}
-
-__all__ = sorted(_EXPORTS)
-
-
-def __getattr__(name: str) -> Any:
-    """Lazy exports: ``memory.py`` imports ``conflicts.inject`` on every ``import hindsight_lab``."""
-    if name in _EXPORTS:
-        return getattr(importlib.import_module(f".{_EXPORTS[name]}", __name__), name)
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

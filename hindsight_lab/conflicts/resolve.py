@@ -1,4 +1,5 @@
-"""Resolution of a contradicting pair (article §7.2) and the merge of duplicates, as pure functions of records.
+"""Resolution of a contradicting pair (article §7.2), and which of several duplicates survives, as pure functions
+of records (the merge itself is :meth:`~hindsight_lab.types.MemoryRecord.merged_with`).
 
 A rule's **freshness** is ``last_confirmed_at`` (else ``created_at``). Its **strength** is its confidence shrunk
 by how few episodes confirmed it and by the evidence against it that came later: ``confidence · hits / (hits +
@@ -26,7 +27,6 @@ Examples:
 
 from __future__ import annotations
 
-from dataclasses import replace
 from datetime import datetime, timedelta
 from typing import Any, Mapping
 
@@ -67,21 +67,3 @@ def decide(a: MemoryRecord, b: MemoryRecord, cfg: Any, against: Mapping[str, flo
 def survivor(records: list[MemoryRecord]) -> MemoryRecord:
     """Which of several duplicates the others merge into: an L3 rule first, then the most confirmed, the oldest."""
     return min(records, key=lambda r: (r.kind is not Kind.RULE, -r.hit_count, r.created_at, r.id))
-
-
-def merge(target: MemoryRecord, other: MemoryRecord) -> MemoryRecord:
-    """``other`` folded into ``target`` as dedup on write does: hits added, confidence the running mean,
-    provenance and counter-examples unioned; the later confirmation time is kept (maintenance confirms nothing)."""
-    hits = target.hit_count + other.hit_count
-    stamps = [t for t in (target.last_confirmed_at, other.last_confirmed_at) if t is not None]
-    merged_from = list(dict.fromkeys([*target.attrs.get("merged_from", []), other.id]))
-    return replace(
-        target, hit_count=hits,
-        confidence=(target.confidence * target.hit_count + other.confidence * other.hit_count) / hits,
-        source_episode_ids=tuple(dict.fromkeys(target.source_episode_ids + other.source_episode_ids)),
-        counter_examples=tuple(dict.fromkeys(target.counter_examples + other.counter_examples)),
-        trigger=target.trigger or other.trigger, task_type=target.task_type or other.task_type,
-        domain=target.domain or other.domain, last_confirmed_at=max(stamps) if stamps else None,
-        ups=target.ups + other.ups, downs=target.downs + other.downs,
-        feedback_notes=tuple(dict.fromkeys(target.feedback_notes + other.feedback_notes)),
-        attrs={**target.attrs, "merged_from": merged_from})

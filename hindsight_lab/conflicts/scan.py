@@ -17,15 +17,15 @@ from __future__ import annotations
 
 import logging
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any, Sequence
 
 import numpy as np
 
-from ..types import MemoryRecord
+from ..types import Bucket, MemoryRecord
 from .cluster import candidate_pairs, cluster_embeddings
 from .detect import OfflineDetector, Verdict
-from .resolve import decide, later_hits, merge, strength, survivor
+from .resolve import decide, later_hits, strength, survivor
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -34,7 +34,7 @@ if TYPE_CHECKING:
 
 logger = logging.getLogger(__name__)
 
-SCANNED_BUCKETS = ("rule", "candidate")
+SCANNED_BUCKETS = (Bucket.RULE, Bucket.CANDIDATE)
 
 
 @dataclass(frozen=True, slots=True)
@@ -238,10 +238,13 @@ def _plan(plan: ConflictPlan, cfg: Any) -> None:
         recs = [plan.record(i) for i in ids]
         keep = survivor(recs)
         if len(recs) > 1:
+            others = sorted((r for r in recs if r.id != keep.id), key=lambda r: r.id)
             merged = keep
-            for other in sorted((r for r in recs if r.id != keep.id), key=lambda r: r.id):
-                merged = merge(merged, other)
-            plan.merges.append(Merge(merged, tuple(sorted(r.id for r in recs if r.id != keep.id))))
+            for other in others:
+                merged = merged.merged_with(other)  # maintenance confirms nothing: no confirmed_at
+            merged_from = list(dict.fromkeys([*keep.attrs.get("merged_from", []), *(r.id for r in others)]))
+            merged = replace(merged, attrs={**merged.attrs, "merged_from": merged_from})
+            plan.merges.append(Merge(merged, tuple(r.id for r in others)))
             keep = merged
         for i in ids:
             final[i] = keep

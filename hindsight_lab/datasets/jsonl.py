@@ -299,7 +299,7 @@ def write_jsonl(episodes: Iterable[Episode | dict[str, Any]], path: str | Path) 
         ...             "out.jsonl")  # doctest: +SKIP
         1
     """
-    from ..inputs import describe
+    from ..errors import invalid_input
 
     path = Path(path)
     seen: set[str] = set()
@@ -312,7 +312,7 @@ def write_jsonl(episodes: Iterable[Episode | dict[str, Any]], path: str | Path) 
                     try:
                         item = Episode.model_validate(item)
                     except PydanticError as exc:
-                        raise ValidationError(describe(exc, f"write_jsonl: episodes[{i}]")) from None
+                        raise ValidationError(invalid_input(exc, f"write_jsonl: episodes[{i}]")) from None
                 if item.episode_id in seen:
                     raise ValidationError(f"write_jsonl: episodes[{i}]: episode_id: duplicate "
                                           f"{item.episode_id!r}; the reader would refuse the file")

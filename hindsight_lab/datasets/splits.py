@@ -22,7 +22,7 @@ Examples:
     >>> rule.derive(b'[{"task_id": 0}, {"task_id": 2}, {"task_id": 1}]')
     b'[{"task_id": 0}, {"task_id": 1}]'
     >>> rule.describe()
-    'task_id in {0, 1}'
+    'task_id in {0–1}'
 """
 
 from __future__ import annotations
@@ -45,7 +45,7 @@ def id_hash(text: str) -> str:
 
     Examples:
         >>> id_hash("conv-26")
-        'b3cbc4f7a7d2a7c8'
+        '2aac22fc66ecbe0c'
     """
     return hashlib.sha256(text.encode("utf-8")).hexdigest()[:16]
 

@@ -58,6 +58,8 @@ class JudgedEpisode:
         relevant_ids: Explicit relevance labels of this episode as a query (``relevant_episode_ids``), or ``None``
             for the default rule.
         order: Position in replay order; ``e`` is earlier than ``q`` iff ``e.order < q.order``.
+        outcome: The episode's recorded outcome (``success``, ``failure``, ``partial``), or ``None``; read by the
+            ``outcome`` judging mode (:mod:`~hindsight_lab.metrics.modes`).
 
     Examples:
         >>> JudgedEpisode("e1", "t1", None, None, 0).task_id
@@ -69,6 +71,7 @@ class JudgedEpisode:
     task_type: str | None
     relevant_ids: frozenset[str] | None
     order: int
+    outcome: str | None = None
 
     @classmethod
     def from_episode(cls, ep: Any, order: int) -> "JudgedEpisode":
@@ -81,7 +84,8 @@ class JudgedEpisode:
             frozenset({'d'})
         """
         rel = getattr(ep, "relevant_episode_ids", None)
-        return cls(ep.episode_id, ep.task_id, ep.task_type, None if rel is None else frozenset(rel), order)
+        return cls(ep.episode_id, ep.task_id, ep.task_type, None if rel is None else frozenset(rel), order,
+                   getattr(ep, "outcome", None))
 
 
 def grade(query_ep: JudgedEpisode, earlier_ep: JudgedEpisode) -> int:

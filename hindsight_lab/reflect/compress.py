@@ -24,7 +24,7 @@ from datetime import datetime
 from typing import Any, Sequence
 
 from ..config import CompressConfig
-from ..summary import derive_task_type, is_read_only
+from ..trace.summary import derive_task_type, is_read_only
 from ..trace import Episode, MessageStep, ThoughtStep, ToolCallStep, ToolResultStep
 
 

@@ -7,12 +7,13 @@ import logging
 from collections import Counter
 from dataclasses import dataclass, field, replace
 from datetime import datetime
-from typing import TYPE_CHECKING, Any, Iterable, Protocol, Sequence
+from typing import TYPE_CHECKING, Any, Iterable, Sequence
 
 from ..config import LabConfig
 from ..errors import ValidationError
 from ..types import MemoryRecord, WriteResult
 from .compress import CompressedEpisode, compress
+from .protocol import MemoryPort
 from .schema import Reflection, Rejection
 from .triggers import REFLECT_REASONS, TriggerDecision, TriggerPolicy
 
@@ -21,24 +22,6 @@ if TYPE_CHECKING:
 
     from ..trace import Episode
 
-
-class MemoryOps(Protocol):
-    """What the pipeline needs of a memory system (``MemorySystem`` provides it)."""
-
-    config_: LabConfig
-    store: Any
-
-    def nearest_episodes(self, text: str, k: int, *, before: datetime | None = None) -> list[MemoryRecord]: ...
-
-    def write(self, content: str, **fields: Any) -> WriteResult: ...
-
-    def stored_episode(self, episode_id: str) -> MemoryRecord | None: ...
-
-    def derived_from(self, episode_id: str) -> bool: ...
-
-    def _write_episode_records(self, eps: Sequence["Episode"], given: Sequence[str | None], now: datetime,
-                               compressed: Sequence[CompressedEpisode] | None = None,
-                               decisions: Sequence[TriggerDecision] | None = None) -> list[MemoryRecord]: ...
 
 logger = logging.getLogger(__name__)
 
@@ -121,12 +104,19 @@ def stored_decision(rec: MemoryRecord) -> TriggerDecision:
 
 
 class ReflectionPipeline:
-    """Owns the trigger policy and the reflector of one MemorySystem."""
+    """Owns the trigger policy and the reflector of one memory; writes through its :class:`MemoryPort`.
 
-    def __init__(self, mem: MemoryOps, reflector: Any) -> None:
+    Args:
+        mem: the memory's port.
+        reflector: any :class:`~hindsight_lab.reflect.protocol.Reflector`.
+        config: the memory's config (``reflect`` and ``episode.read_only_prefixes`` are read).
+    """
+
+    def __init__(self, mem: MemoryPort, reflector: Any, config: LabConfig) -> None:
         self.mem = mem
         self.reflector = reflector
-        self.policy = TriggerPolicy(mem.config_.reflect.triggers)
+        self.config = config
+        self.policy = TriggerPolicy(config.reflect.triggers)
         self.stats = ReflectionStats()
 
     def observe_stored(self, records: Iterable[MemoryRecord]) -> None:
@@ -155,7 +145,7 @@ class ReflectionPipeline:
         source yet. So a run that was killed anywhere and run again on the same store ends as an uninterrupted one
         would (with a deterministic reflector).
         """
-        mem, cfg = self.mem, self.mem.config_
+        mem, cfg = self.mem, self.config
         staged = []
         for ep, tt in zip(episodes, task_types):
             when = ep.started_at or now
@@ -165,7 +155,7 @@ class ReflectionPipeline:
                 decision = self.policy.decide(comp, when)
                 ask = decision.reflect
                 related = self.related(ep, when, cfg.reflect.related_k) if ask else []
-                record = mem._write_episode_records([ep], [tt], when, [comp], [decision])[0]
+                record = mem.write_episode_records([ep], [tt], when, [comp], [decision])[0]
                 self.policy.observe(comp, when, reflected=decision.reflect)
             else:
                 decision, record = stored_decision(stored), stored
@@ -202,7 +192,7 @@ class ReflectionPipeline:
     def _settle(self, record: MemoryRecord, state: str, **attrs: Any) -> MemoryRecord:
         """Mark an episode record's reflection ``done`` or ``rejected`` (it was written ``pending``)."""
         record = replace(record, attrs={**record.attrs, "reflection": state, **attrs})
-        self.mem.store.update("episode", [record])
+        self.mem.update_episode_record(record)
         return record
 
     def _write_candidate(self, ep: "Episode", refl: Reflection, now: datetime) -> WriteResult:
@@ -210,10 +200,10 @@ class ReflectionPipeline:
                       counter_examples=list(refl.counter_examples), source_episode_ids=[ep.episode_id], now=now)
         if refl.trigger:
             try:
-                return self.mem.write(refl.reusable_rule, trigger=refl.trigger, **fields)
+                return self.mem.write_rule(refl.reusable_rule, trigger=refl.trigger, **fields)
             except ValidationError as exc:  # an unusable trigger from a model: keep the rule, drop the trigger
                 logger.warning("dropping the trigger of a reflection on %s: %s", ep.episode_id, exc)
-        return self.mem.write(refl.reusable_rule, **fields)
+        return self.mem.write_rule(refl.reusable_rule, **fields)
 
     def frame(self, outcomes: Sequence[ReflectionOutcome]) -> "pd.DataFrame":
         import pandas as pd

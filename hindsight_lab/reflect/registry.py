@@ -22,7 +22,7 @@ from ..errors import ConfigError
 
 if TYPE_CHECKING:
     from ..config import ReflectConfig
-    from ..protocols import Reflector
+    from .protocol import Reflector
 
 logger = logging.getLogger(__name__)
 

@@ -196,7 +196,7 @@ def evaluate_lures(pairs: Sequence[LurePair], *, embedder: Any, systems: Sequenc
     from ..config import LabConfig
     from ..embed import PrefetchedEmbedder
     from ..replay.systems import build_systems
-    from ..summary import summarise
+    from ..trace.summary import summarise
 
     cfg = config or LabConfig()
     budget = token_budget or cfg.retrieval.token_budget

@@ -247,7 +247,7 @@ def prefetch(embedder: Any, episodes: Sequence[Any], queries: Sequence[str], con
     query), the key hindsight finds it by and the baselines' (``keys``: ``episode.key`` values), its stored
     summary, and the questions."""
     from ..embed import PrefetchedEmbedder
-    from ..summary import episode_key, summarise
+    from ..trace.summary import episode_key, summarise
 
     start = time.perf_counter()
     texts = [ep.instruction for ep in episodes] + list(queries)

@@ -22,7 +22,7 @@ import numpy as np
 
 from ..config import LabConfig
 from ..retrieve.inject import fit_budget
-from ..summary import episode_key, summarise
+from ..trace.summary import episode_key, summarise
 from ..trace import Episode
 from ..types import Kind, MemoryRecord, SeededIds
 

@@ -4,26 +4,23 @@ The paths: ``vector`` (nearest records by embedding), ``keyword`` (best BM25 mat
 :mod:`~hindsight_lab.retrieve.lexical`), ``task_type`` (newest records of the query's task_type) and ``trigger``
 (rules whose trigger matches the query).
 
-``recall`` is the part of a search that reads the store; ``features`` turns its candidates into the matrix the pure
-rerank scores. The sweep's cached evaluator stores exactly these two things per query.
+``recall`` is the part of a search that reads the store and the :class:`~.index.RecallIndex`;
+:mod:`~hindsight_lab.retrieve.features` turns its candidates into the matrix the pure rerank scores. The sweep's
+cached evaluator stores exactly these two things per query.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from datetime import datetime, timedelta
 from typing import Any, Mapping
 
 import numpy as np
 
 from ..config import RetrievalConfig
-from ..types import MemoryRecord
-from .classify import TaskTypeClassifier, learns_from
-from .lexical import LexicalIndex
-from .paths import TaskTypeIndex, TriggerIndex, infer_task_type
-from .rerank import FEATURES, recency
-
-RECALLED_BUCKETS = ("episode", "candidate", "rule")
+from ..types import RECALLED, Bucket, MemoryRecord
+from .classify import learns_from
+from .index import RecallIndex
+from .paths import infer_task_type
 
 
 @dataclass
@@ -57,6 +54,14 @@ class Candidates:
     def __contains__(self, record_id: str) -> bool:
         return record_id in self._pos
 
+    def record(self, record_id: str) -> MemoryRecord:
+        """The candidate record with this id (it must be one)."""
+        return self.records[self._pos[record_id]]
+
+    def add_paths(self, record_id: str, paths: list[str]) -> None:
+        """More paths that found a candidate already in the set."""
+        self.paths[self._pos[record_id]].extend(paths)
+
     def __len__(self) -> int:
         return len(self.records)
 
@@ -68,21 +73,19 @@ class Candidates:
         return np.stack(self.embeddings) if self.embeddings else np.zeros((0, 1), dtype=np.float32)
 
 
-def recall(store: Any, counts: Mapping[str, int], task_types: TaskTypeIndex, triggers: TriggerIndex,
-           q: np.ndarray, query: str, cfg: RetrievalConfig, *, task_type: str | None, domain: str | None,
-           overlay: Mapping[str, MemoryRecord] | None = None, lexical: LexicalIndex | None = None,
-           classifier: TaskTypeClassifier | None = None,
-           extra_votes: list[tuple[str | None, float]] | None = None) -> Candidates:
+def recall(store: Any, index: RecallIndex, q: np.ndarray, query: str, cfg: RetrievalConfig, *,
+           task_type: str | None, domain: str | None, overlay: Mapping[str, MemoryRecord] | None = None,
+           keywords: bool = True) -> Candidates:
     """Run the vector, keyword, task-type and trigger paths; infer the query's task_type when not given.
 
-    ``overlay`` replaces stored records by newer in-process versions (pending bookkeeping). Without a ``lexical``
-    index there is no keyword path and every lexical feature is 0. ``classifier`` infers the task type when
-    ``retrieval.classifier.method`` is ``logistic`` (without one, the ``knn`` vote is used); ``extra_votes``
-    (task_type, similarity) join the ``knn`` vote as neighbours that are not recalled (retired successes,
-    :mod:`hindsight_lab.evidence`).
+    ``overlay`` replaces stored records by newer in-process versions (pending bookkeeping). Without ``keywords``
+    there is no keyword path and every lexical feature is 0. The index's classifier infers the task type when
+    ``retrieval.classifier.method`` is ``logistic`` or ``embedding``; else the ``knn`` vote of the vector path's
+    episodes and the index's retired successes (:class:`~.index.RetiredVoters`) decides.
     """
     overlay = overlay or {}
     out = Candidates()
+    lexical = index.lexical if keywords else None
     bm25 = lexical.scores(query) if lexical is not None else np.zeros(0)
     best = float(bm25.max()) if len(bm25) else 0.0
 
@@ -90,45 +93,24 @@ def recall(store: Any, counts: Mapping[str, int], task_types: TaskTypeIndex, tri
         lex = lexical.score_of(bm25, rec.id) / best if lexical is not None and best > 0 else 0.0
         out.add(overlay.get(rec.id, rec), emb, sim, lex, path, domain)
 
-    votes: list[tuple[str | None, float]] = []
-    for bucket in RECALLED_BUCKETS:
-        n = counts.get(bucket, 0)
-        if not n:
-            continue
-        want = max(cfg.path_depth, cfg.classifier.k) if bucket == "episode" else cfg.path_depth
-        for rank, (rec, sim, emb) in enumerate(store.query(bucket, q, min(want, n))):
-            if bucket == "episode" and learns_from(cfg.classifier.learn_from, rec.outcome):
-                votes.append((rec.task_type, sim))
-            if rank < cfg.path_depth and sim >= cfg.min_similarity:
-                add(rec, emb, sim, "vector")
-
-    if task_type is None:
-        if cfg.classifier.enabled:
-            c = cfg.classifier
-            if c.method in ("logistic", "embedding") and classifier is not None:
-                task_type, share = classifier.predict(query)
-            else:
-                if extra_votes:
-                    votes = sorted(votes + list(extra_votes), key=lambda v: -v[1])
-                task_type, share = infer_task_type(votes, k=c.k, min_votes=c.min_votes, min_share=c.min_share)
-            out.task_type_source, out.task_type_share = ("inferred" if task_type else "abstained"), share
-        else:
-            out.task_type_source, out.task_type_share = "off", 0.0
+    votes = _vector_path(store, index, q, cfg, add)
     out.task_type = task_type
+    if task_type is None:
+        _infer_task_type(out, index, q, query, cfg, votes)
 
     # the keyword, task-type and trigger paths: one store read per bucket for all of their new records
-    wanted: list[tuple[str, str, str]] = []  # (record id, bucket, path)
+    wanted: list[tuple[str, Bucket, str]] = []  # (record id, bucket, path)
     if lexical is not None and best > 0:
-        wanted += [(rid, bucket, "keyword") for rid, bucket in lexical.top(bm25, cfg.path_depth)]
-    if task_type is not None:
-        wanted += [(rid, bucket, "task_type") for rid, bucket in task_types.newest(task_type, cfg.path_depth)]
-    out.triggered = triggers.match(query, task_type, domain)
-    wanted += [(rid, "rule", "trigger") for rid in out.triggered]
+        wanted += [(rid, Bucket(b), "keyword") for rid, b in lexical.top(bm25, cfg.path_depth)]
+    if out.task_type is not None:
+        wanted += [(rid, Bucket(b), "task_type") for rid, b in index.task_types.newest(out.task_type, cfg.path_depth)]
+    out.triggered = index.triggers.match(query, out.task_type, domain)
+    wanted += [(rid, Bucket.RULE, "trigger") for rid in out.triggered]
     paths_of: dict[str, list[str]] = {}
-    by_bucket: dict[str, list[str]] = {}
+    by_bucket: dict[Bucket, list[str]] = {}
     for rid, bucket, path in wanted:
         if rid in out:
-            out.paths[out._pos[rid]].append(path)
+            out.add_paths(rid, [path])
         elif rid in paths_of:
             paths_of[rid].append(path)
         else:
@@ -139,25 +121,40 @@ def recall(store: Any, counts: Mapping[str, int], task_types: TaskTypeIndex, tri
             first, *more = paths_of[rec.id]
             add(rec, emb, float(emb @ q), first)
             if rec.id in out:
-                out.paths[out._pos[rec.id]].extend(more)
+                out.add_paths(rec.id, more)
     return out
 
 
-def ages_days(c: Candidates, now: datetime) -> np.ndarray:
-    """Each candidate's age in days on ``now``'s clock, from last_confirmed_at, else created_at."""
-    return np.asarray([(now - (r.last_confirmed_at or r.created_at)) / timedelta(days=1) for r in c.records],
-                      dtype=np.float64)
+def _vector_path(store: Any, index: RecallIndex, q: np.ndarray, cfg: RetrievalConfig,
+                 add: Any) -> list[tuple[str | None, float]]:
+    """Nearest records of each recalled bucket (``path_depth`` each, above ``min_similarity``); returns the
+    ``knn`` votes (task type, similarity) of the nearest episodes that teach the classifier."""
+    votes: list[tuple[str | None, float]] = []
+    for bucket in RECALLED:
+        n = index.count(bucket)
+        if not n:
+            continue
+        want = max(cfg.path_depth, cfg.classifier.k) if bucket is Bucket.EPISODE else cfg.path_depth
+        for rank, (rec, sim, emb) in enumerate(store.query(bucket, q, min(want, n))):
+            if bucket is Bucket.EPISODE and learns_from(cfg.classifier.learn_from, rec.outcome):
+                votes.append((rec.task_type, sim))
+            if rank < cfg.path_depth and sim >= cfg.min_similarity:
+                add(rec, emb, sim, "vector")
+    return votes
 
 
-def features(c: Candidates, now: datetime, half_life_days: float) -> np.ndarray:
-    """``(n, 5)`` rerank features (columns :data:`~hindsight_lab.retrieve.rerank.FEATURES`): semantic (cosine
-    clipped to [0, 1]), lexical (BM25 score over the best in the store), task_type match (0/1), confidence, and
-    recency ``0.5 ** (age / half_life)`` with the age of :func:`ages_days`."""
-    if not len(c):
-        return np.zeros((0, len(FEATURES)))
-    return np.column_stack([
-        np.clip(np.asarray(c.similarity, dtype=np.float64), 0.0, 1.0),
-        np.asarray(c.lexical, dtype=np.float64),
-        [1.0 if c.task_type is not None and r.task_type == c.task_type else 0.0 for r in c.records],
-        [r.confidence for r in c.records],
-        recency(ages_days(c, now), half_life_days)])
+def _infer_task_type(out: Candidates, index: RecallIndex, q: np.ndarray, query: str, cfg: RetrievalConfig,
+                     votes: list[tuple[str | None, float]]) -> None:
+    c = cfg.classifier
+    if not c.enabled:
+        out.task_type_source, out.task_type_share = "off", 0.0
+        return
+    if c.method in ("logistic", "embedding"):
+        task_type, share = index.classifier.predict(query)
+    else:
+        extra = index.retired_votes(q)
+        if extra:
+            votes = sorted(votes + list(extra), key=lambda v: -v[1])
+        task_type, share = infer_task_type(votes, k=c.k, min_votes=c.min_votes, min_share=c.min_share)
+    out.task_type = task_type
+    out.task_type_source, out.task_type_share = ("inferred" if task_type else "abstained"), share

@@ -3,19 +3,22 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Mapping
 
 import numpy as np
 
 from ..types import Hit, MemoryRecord
 from .inject import Injection
+from .rerank import COLUMNS
 
 if TYPE_CHECKING:
     import pandas as pd
 
 
-FRAME_COLUMNS = ["rank", "id", "tag", "layer", "kind", "paths", "forced", "semantic", "lexical", "task_type_match",
-                 "confidence", "recency", "redundancy", "total", "tokens", "task_type", "content"]
+#: The frame's name of a score term whose name is also a record column (the record's own ``task_type``).
+_TERM_COLUMN = {"task_type": "task_type_match"}
+FRAME_COLUMNS = ["rank", "id", "tag", "layer", "kind", "paths", "forced", *(_TERM_COLUMN.get(c, c) for c in COLUMNS),
+                 "tokens", "task_type", "content"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -23,16 +26,15 @@ class CandidateSet:
     """Everything the rerank and the budget saw for one search (``search(..., explain=True)``): what the sweep's
     evaluator caches per query to score other weights without searching again.
 
-    ``features`` has the columns of :data:`~hindsight_lab.retrieve.rerank.FEATURES` (recency at the searched
-    config's half-life; ``ages_days`` recomputes it for another), ``similarity`` is the candidates' pairwise cosine,
+    ``raw`` holds each feature's raw column by name (:func:`~hindsight_lab.retrieve.features.feature_matrix`
+    turns them into the rerank's features under any config), ``similarity`` is the candidates' pairwise cosine,
     ``forced`` marks triggered rules, ``line_tokens`` and ``sections`` (codes of
     :data:`~hindsight_lab.retrieve.inject.SECTIONS`) are what the budget charges.
     """
 
     records: list[MemoryRecord]
     paths: list[tuple[str, ...]]
-    features: np.ndarray
-    ages_days: np.ndarray
+    raw: Mapping[str, np.ndarray]
     similarity: np.ndarray
     forced: np.ndarray
     line_tokens: np.ndarray
@@ -75,8 +77,7 @@ class SearchResult:
 
         rows: list[dict[str, Any]] = []
         for rank, h in enumerate(self.hits, 1):
-            terms = h.scores.as_dict()
-            terms["task_type_match"] = terms.pop("task_type")
+            terms = {_TERM_COLUMN.get(name, name): value for name, value in h.scores.items()}
             rows.append({"rank": rank, "id": h.id, "tag": h.record.tag, "layer": h.record.layer.value,
                          "kind": h.record.kind.value, "paths": "+".join(h.paths), "forced": h.forced,
                          **terms, "tokens": h.tokens, "task_type": h.record.task_type,

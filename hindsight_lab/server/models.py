@@ -11,7 +11,9 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, create_model
+
+from ..retrieve.rerank import COLUMNS
 
 if TYPE_CHECKING:
     from ..reflect.pipeline import ReflectionOutcome
@@ -52,16 +54,11 @@ class RecordOut(_Model):
     downs: int
 
 
-class ScoresOut(_Model):
-    """The rerank score of a hit by term: ``total`` = weighted sum of the terms minus the redundancy penalty."""
-
-    semantic: float
-    lexical: float
-    task_type: float
-    confidence: float
-    recency: float
-    redundancy: float
-    total: float
+#: The rerank score of a hit by term (one float field per column of the rerank, in its order): ``total`` = weighted
+#: sum of the terms minus the redundancy penalty.
+ScoresOut = create_model("ScoresOut", __base__=_Model, __doc__="The rerank score of a hit by term: ``total`` = "
+                         "weighted sum of the terms minus the redundancy penalty.",
+                         **{name: (float, ...) for name in COLUMNS})
 
 
 class HitOut(_Model):
@@ -69,7 +66,7 @@ class HitOut(_Model):
 
     rank: int
     record: RecordOut
-    paths: list[str] = Field(description="recall paths: vector, lexical, task_type, trigger")
+    paths: list[str] = Field(description="recall paths: vector, keyword, task_type, trigger, conflict")
     forced: bool = Field(description="a triggered rule guaranteed its place")
     scores: ScoresOut
     tokens: int

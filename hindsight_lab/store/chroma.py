@@ -20,7 +20,7 @@ import numpy as np
 
 from .._env import set_offline_defaults
 from ..errors import EmbeddingModelMismatch, StoreError
-from ..protocols import BUCKETS
+from ..types import BUCKETS
 from ..types import MemoryRecord
 from .codec import from_row, to_metadata
 from .guard import StoreGuard, probe
@@ -177,7 +177,7 @@ class ChromaStore:
 
     @staticmethod
     def _collection_metadata(bucket: str, embedding_model: str) -> dict[str, Any]:
-        return {"hindsight_lab": 1, "bucket": bucket, "embedding_model": embedding_model}
+        return {"hindsight_lab": 1, "bucket": str(bucket), "embedding_model": embedding_model}
 
     def embedding_models(self) -> dict[str, str | None]:
         """The embedding model recorded on each existing collection (opening nothing)."""

@@ -8,7 +8,7 @@ from typing import Iterator, Sequence
 import numpy as np
 
 from ..errors import EmbeddingModelMismatch, StoreError
-from ..protocols import BUCKETS
+from ..types import BUCKETS
 from ..types import MemoryRecord
 
 

@@ -5,8 +5,9 @@ config, :func:`~hindsight_lab.retrieve.inject.keep_within_budget` cuts each sele
 distinct injected list is judged once with the replay's judgements and the replay report's metric functions. So a
 config's metrics equal those of a full replay of it (``tests/sweep/test_evaluate.py`` checks).
 
-Only the fields in :data:`FAST_FIELDS` can differ between the configs of one evaluation; any other field changes
-what is stored or recalled and needs its own cache (the sweep groups trials by them).
+Only the fields in :data:`FAST_FIELDS` — the config fields :class:`~hindsight_lab.retrieve.params.RerankParams`
+reads, by name — can differ between the configs of one evaluation; any other field changes what is stored or
+recalled and needs its own cache (the sweep groups trials by them).
 """
 
 from __future__ import annotations
@@ -19,17 +20,17 @@ import numpy as np
 from ..config import LabConfig
 from ..metrics import evaluate
 from ..replay.report import METRICS
+from ..retrieve.features import feature_matrix
 from ..retrieve.inject import keep_within_budget
-from ..retrieve.rerank import FEATURES, enough_at, recency, rerank_many
+from ..retrieve.params import ParamBatch, RerankParams
+from ..retrieve.rerank import rerank_many
 from .cache import CachedQuery, ReplayCache
 
 if TYPE_CHECKING:
     import pandas as pd
 
 #: Fields scored from the cache; ``retrieval.weights.*`` is every rerank weight.
-FAST_FIELDS: tuple[str, ...] = ("retrieval.weights.*", "retrieval.min_score", "retrieval.min_relative_score",
-                                "retrieval.enough_score", "retrieval.max_triggered", "retrieval.recency_half_life_days",
-                                "retrieval.token_budget")
+FAST_FIELDS: tuple[str, ...] = RerankParams.config_fields()
 #: Figures per config besides :data:`~hindsight_lab.replay.report.METRICS`.
 EXTRA: tuple[str, ...] = ("tokens_median", "tokens_p95", "hit_rate", "empty_queries")
 
@@ -39,35 +40,9 @@ def is_fast(field: str) -> bool:
     return field in FAST_FIELDS or field.startswith("retrieval.weights.")
 
 
-@dataclass(frozen=True)
-class ConfigBatch:
-    """The rerank and budget parameters of ``C`` configs, as arrays (one row or entry per config)."""
-
-    weights: np.ndarray  # (C, 6)
-    min_score: np.ndarray
-    min_relative: np.ndarray
-    max_forced: np.ndarray
-    half_life: np.ndarray
-    budget: np.ndarray
-    enough: np.ndarray
-
-    @classmethod
-    def from_configs(cls, configs: Sequence[LabConfig]) -> "ConfigBatch":
-        r = [c.retrieval for c in configs]
-        return cls(np.array([x.weights.vector() for x in r], dtype=np.float64).reshape(-1, len(FEATURES) + 1),
-                   np.array([x.min_score for x in r], dtype=np.float64),
-                   np.array([x.min_relative_score for x in r], dtype=np.float64),
-                   np.array([x.max_triggered for x in r], dtype=np.int64),
-                   np.array([x.recency_half_life_days for x in r], dtype=np.float64),
-                   np.array([x.token_budget for x in r], dtype=np.int64),
-                   np.array([enough_at(x.enough_score) for x in r], dtype=np.float64))
-
-    def __len__(self) -> int:
-        return self.weights.shape[0]
-
-    def take(self, idx: slice | np.ndarray) -> "ConfigBatch":
-        return ConfigBatch(self.weights[idx], self.min_score[idx], self.min_relative[idx], self.max_forced[idx],
-                           self.half_life[idx], self.budget[idx], self.enough[idx])
+def param_batch(configs: Sequence[LabConfig]) -> ParamBatch:
+    """The rerank and budget parameters of ``configs``, as arrays."""
+    return ParamBatch.stack([RerankParams.from_config(c.retrieval) for c in configs])
 
 
 @dataclass(frozen=True)
@@ -125,9 +100,9 @@ class FastEvaluator:
         self.cache, self.metrics, self.chunk = cache, tuple(metrics), int(chunk)
         self._judged: list[dict[tuple[int, ...], tuple[np.ndarray, int, int, int]]] = [{} for _ in cache.queries]
 
-    def evaluate(self, configs: Sequence[LabConfig] | ConfigBatch) -> Evaluation:
+    def evaluate(self, configs: Sequence[LabConfig] | ParamBatch) -> Evaluation:
         """Figures of every config (each must equal the cache's config outside :data:`FAST_FIELDS`)."""
-        batch = configs if isinstance(configs, ConfigBatch) else ConfigBatch.from_configs(configs)
+        batch = configs if isinstance(configs, ParamBatch) else param_batch(configs)
         q, c, m = len(self.cache.queries), len(batch), len(self.metrics)
         values = np.zeros((q, c, m))
         tokens = np.zeros((q, c), dtype=np.int64)
@@ -147,24 +122,19 @@ class FastEvaluator:
                 injected[qi, cols] = np.array([r[3] for r in rows])[inv]
         return Evaluation(self.cache.query_ids, self.cache.groups, self.metrics, values, tokens, relevant, injected)
 
-    def _inject(self, query: CachedQuery, batch: ConfigBatch) -> np.ndarray:
+    def _inject(self, query: CachedQuery, batch: ParamBatch) -> np.ndarray:
         """``(C, top_k)`` candidate indices each config injects, in rank order, ``-1``-padded."""
         cs = query.candidates
         k = self.cache.top_k
         if len(cs) == 0:
             return np.full((len(batch), k), -1, dtype=np.int64)
-        feats = cs.features
-        if not np.all(batch.half_life == self.cache.config.retrieval.recency_half_life_days):
-            feats = np.repeat(feats[None], len(batch), axis=0)
-            feats[:, :, FEATURES.index("recency")] = recency(cs.ages_days[None, :], batch.half_life[:, None])
-        ranked = rerank_many(feats, cs.similarity, batch.weights, top_k=k, min_score=batch.min_score,
-                             forced=cs.forced, max_forced=batch.max_forced, min_relative=batch.min_relative,
-                             enough=batch.enough)
+        feats = feature_matrix(cs.raw, batch)
+        ranked = rerank_many(feats, cs.similarity, batch, top_k=k, forced=cs.forced)
         order = ranked.order
         valid = order >= 0
         idx = np.where(valid, order, 0)
         kept = keep_within_budget(cs.line_tokens[idx], cs.sections[idx], cs.forced[idx] & valid,
-                                  self.cache.header_tokens, batch.budget, valid)
+                                  self.cache.header_tokens, batch.token_budget, valid)
         # kept records stay in rank order; the others move to the end as -1
         lists = np.where(kept, order, -1)
         shift = np.argsort(~kept, axis=1, kind="stable")

@@ -17,7 +17,7 @@ from ..config import LabConfig
 from ..errors import ConfigError, NothingToDo
 from ..replay.report import EMPTY_QUERY_SET
 from .cache import EpisodeData, capture, load_episode_data
-from .evaluate import ConfigBatch, FastEvaluator, is_fast
+from .evaluate import FastEvaluator, is_fast, param_batch
 from .result import SPLITS
 from .spec import SweepSpec
 
@@ -129,7 +129,7 @@ def score_batch(spec: SweepSpec, base: LabConfig, batch: Sequence[tuple[int, dic
         for d in datasets:
             ev = evaluator(d, key, group_cfg, spec, timing, show_progress)  # type: ignore[arg-type]
             t = time.perf_counter()
-            evaluation = ev.evaluate(ConfigBatch.from_configs(cfgs))  # type: ignore[arg-type]
+            evaluation = ev.evaluate(param_batch(cfgs))
             for s in SPLITS:
                 if d.split[s]:
                     sums[s].append(evaluation.summary(d.split[s]))

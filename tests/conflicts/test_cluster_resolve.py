@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
 from datetime import timedelta
 
 import numpy as np
@@ -9,7 +10,7 @@ import pytest
 
 from hindsight_lab.config import ConflictsConfig, LabConfig
 from hindsight_lab.conflicts.cluster import candidate_pairs, cluster_embeddings
-from hindsight_lab.conflicts.resolve import decide, later_hits, merge, strength, survivor
+from hindsight_lab.conflicts.resolve import decide, later_hits, strength, survivor
 from hindsight_lab.conflicts.scan import scan
 from hindsight_lab.types import Kind, MemoryRecord
 from support import T0
@@ -87,10 +88,15 @@ def test_merge_unions_provenance_and_keeps_the_later_confirmation():
     a = _rule("a", 0.8, hits=2, day=1, source_episode_ids=("e1", "e2"), counter_examples=("x",))
     b = _rule("b", 0.5, hits=1, day=4, source_episode_ids=("e2", "e3"), counter_examples=("y",), kind=Kind.CANDIDATE)
     assert survivor([b, a]).id == "a"  # an L3 rule first
-    m = merge(a, b)
+    m = a.merged_with(b)  # maintenance: the one merge rule, confirming nothing
     assert m.hit_count == 3 and m.confidence == pytest.approx((0.8 * 2 + 0.5) / 3)
     assert m.source_episode_ids == ("e1", "e2", "e3") and m.counter_examples == ("x", "y")
-    assert m.last_confirmed_at == T0 + timedelta(days=4) and m.attrs["merged_from"] == ["b"]
+    assert m.last_confirmed_at == T0 + timedelta(days=4) and m.id == "a"
+    # a write confirms: its time becomes last_confirmed_at and decay starts again
+    aged = replace(a, decay_steps=2)
+    assert aged.merged_with(b).decay_steps == 2
+    confirmed = aged.merged_with(b, confirmed_at=T0 + timedelta(days=9))
+    assert confirmed.last_confirmed_at == T0 + timedelta(days=9) and confirmed.decay_steps == 0
 
 
 def test_scan_plans_merges_supersessions_and_flags():
@@ -101,7 +107,7 @@ def test_scan_plans_merges_supersessions_and_flags():
     emb = np.array([_unit(0), _unit(3), _unit(1), _unit(80)], dtype=np.float32)
     plan = scan(recs, ["rule", "rule", "candidate", "rule"], emb, LabConfig())
     assert [(m.record.id, m.losers) for m in plan.merges] == [("r-old", ("r-dup",))]
-    assert plan.merges[0].record.hit_count == 2
+    assert plan.merges[0].record.hit_count == 2 and plan.merges[0].record.attrs["merged_from"] == ["r-dup"]
     # the merged old rule (2 hits) still loses to the newer rule confirmed 4 times
     assert [(s.old, s.new, s.verdict.kind) for s in plan.supersessions] == [("r-old", "r-new", "order")]
     assert plan.flags == []

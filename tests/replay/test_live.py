@@ -22,7 +22,7 @@ from hindsight_lab.replay.live import (
 )
 from hindsight_lab.replay.systems import build_systems
 from hindsight_lab.retrieve.inject import render_line
-from hindsight_lab.summary import summarise
+from hindsight_lab.trace.summary import summarise
 
 REFUND = TASK_TYPES["refund"]
 RESET = TASK_TYPES["password_reset"]

@@ -5,9 +5,15 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from hindsight_lab.retrieve.rerank import TERMS, recency, rerank, rerank_many
+from hindsight_lab.retrieve.params import ParamBatch, RerankParams
+from hindsight_lab.retrieve.rerank import COLUMNS, PENALTY, TERMS, recency, rerank, rerank_many
 
 W = (0.2, 0.0, 0.3, 0.3, 0.1, 0.1)  # semantic, lexical, task_type, confidence, recency, redundancy
+
+
+def P(weights: tuple[float, ...] = W, **kw: float) -> RerankParams:
+    """Parameters with the weights given in term order, then the penalty (no score floor unless given)."""
+    return RerankParams(dict(zip(TERMS + (PENALTY,), weights)), **kw)
 
 
 def f(*rows: list[float]) -> np.ndarray:
@@ -18,68 +24,69 @@ def f(*rows: list[float]) -> np.ndarray:
 def test_weighted_sum_by_hand():
     feats = f([0.5, 0.0, 0.9, 1.0],    # 0.1 + 0 + 0.27 + 0.1 = 0.47
               [0.9, 1.0, 0.5, 0.5])    # 0.18 + 0.3 + 0.15 + 0.05 = 0.68
-    res = rerank(feats, np.eye(2), W, top_k=2)
+    res = rerank(feats, np.eye(2), P(), top_k=2)
     assert res.order == [1, 0]
-    assert res.terms[:, TERMS.index("total")] == pytest.approx([0.68, 0.47])
+    assert res.terms[:, COLUMNS.index("total")] == pytest.approx([0.68, 0.47])
     assert res.terms[0, :5] == pytest.approx(feats[1])
 
 
 def test_lexical_term_can_outrank_semantic():
     feats = np.array([[0.6, 0.1, 0, 0.5, 1.0],    # a paraphrase: close in meaning, few shared words
                       [0.5, 1.0, 0, 0.5, 1.0]])   # shares the rare words of the query (a code, a name)
-    assert rerank(feats, np.eye(2), W, top_k=2).order == [0, 1]  # lexical weight 0: meaning wins
-    res = rerank(feats, np.eye(2), (0.5, 0.3, 0, 0, 0, 0), top_k=2)
+    assert rerank(feats, np.eye(2), P(), top_k=2).order == [0, 1]  # lexical weight 0: meaning wins
+    res = rerank(feats, np.eye(2), P((0.5, 0.3, 0, 0, 0, 0)), top_k=2)
     assert res.order == [1, 0]
-    assert res.terms[:, TERMS.index("total")] == pytest.approx([0.55, 0.33])
+    assert res.terms[:, COLUMNS.index("total")] == pytest.approx([0.55, 0.33])
 
 
 def test_redundancy_penalty_is_greedy():
     feats = f([0.9, 1, 0.8, 1.0], [0.89, 1, 0.8, 1.0], [0.6, 1, 0.8, 1.0])
     sim = np.array([[1.0, 0.99, 0.1], [0.99, 1.0, 0.1], [0.1, 0.1, 1.0]])
-    res = rerank(feats, sim, (0.2, 0, 0.3, 0.3, 0.1, 0.5), top_k=2)
+    res = rerank(feats, sim, P((0.2, 0, 0.3, 0.3, 0.1, 0.5)), top_k=2)
     # item 1 is nearly a copy of item 0: 0.858 - 0.5*0.99 < 0.80 - 0.5*0.1
     assert res.order == [0, 2]
-    assert res.terms[1, TERMS.index("redundancy")] == pytest.approx(0.1)
+    assert res.terms[1, COLUMNS.index("redundancy")] == pytest.approx(0.1)
     # negative control: without the penalty the near-copy wins the second slot
-    assert rerank(feats, sim, (0.2, 0, 0.3, 0.3, 0.1, 0.0), top_k=2).order == [0, 1]
+    assert rerank(feats, sim, P((0.2, 0, 0.3, 0.3, 0.1, 0.0)), top_k=2).order == [0, 1]
 
 
 def test_forced_candidates_keep_their_place_and_min_score():
     feats = f([0.9, 1, 0.9, 1.0], [0.8, 1, 0.9, 1.0], [0.7, 1, 0.9, 1.0], [0.0, 0, 0.1, 0.0])
     forced = np.array([False, False, False, True])
-    res = rerank(feats, np.eye(4), W, top_k=2, forced=forced, max_forced=2)
+    res = rerank(feats, np.eye(4), P(max_triggered=2), top_k=2, forced=forced)
     assert res.order == [0, 3]  # the forced one takes the last slot, sorted by its (low) total
-    assert 3 not in rerank(feats, np.eye(4), W, top_k=2).order  # negative control
-    assert rerank(feats, np.eye(4), W, top_k=2, forced=forced, max_forced=0).order == [0, 1]
+    assert 3 not in rerank(feats, np.eye(4), P(), top_k=2).order  # negative control
+    assert rerank(feats, np.eye(4), P(max_triggered=0), top_k=2, forced=forced).order == [0, 1]
     # min_score drops weak candidates but never a forced one
-    res = rerank(feats, np.eye(4), W, top_k=4, min_score=0.7, forced=forced, max_forced=1)
+    res = rerank(feats, np.eye(4), P(min_score=0.7, max_triggered=1), top_k=4, forced=forced)
     assert set(res.order) == {0, 1, 2, 3}
-    assert rerank(feats, np.eye(4), W, top_k=4, min_score=0.7).order == [0, 1, 2]
-    assert rerank(feats, np.eye(4), W, top_k=4, min_score=0.9).order == []
+    assert rerank(feats, np.eye(4), P(min_score=0.7), top_k=4).order == [0, 1, 2]
+    assert rerank(feats, np.eye(4), P(min_score=0.9), top_k=4).order == []
 
 
 def test_empty_and_recency():
-    assert rerank(np.zeros((0, 5)), np.zeros((0, 0)), W, top_k=5).order == []
+    assert rerank(np.zeros((0, 5)), np.zeros((0, 0)), P(), top_k=5).order == []
     assert recency(np.array([0.0, 14.0, 28.0, -3.0]), 14.0) == pytest.approx([1.0, 0.5, 0.25, 1.0])
 
 
 def test_min_relative_stops_early_but_keeps_forced():
     feats = f([0.9, 1, 0.9, 1.0], [0.5, 0, 0.5, 0.5], [0.45, 0, 0.5, 0.5], [0.0, 0, 0.1, 0.0])
     # totals 0.85, 0.3, 0.29, 0.03
-    assert rerank(feats, np.eye(4), W, top_k=4).order == [0, 1, 2, 3]  # negative control: no early stop
-    assert rerank(feats, np.eye(4), W, top_k=4, min_relative=0.3).order == [0, 1, 2]
-    assert rerank(feats, np.eye(4), W, top_k=4, min_relative=0.5).order == [0]
+    assert rerank(feats, np.eye(4), P(), top_k=4).order == [0, 1, 2, 3]  # negative control: no early stop
+    assert rerank(feats, np.eye(4), P(min_relative_score=0.3), top_k=4).order == [0, 1, 2]
+    assert rerank(feats, np.eye(4), P(min_relative_score=0.5), top_k=4).order == [0]
     forced = np.array([False, False, False, True])
-    assert rerank(feats, np.eye(4), W, top_k=4, min_relative=0.5, forced=forced, max_forced=1).order == [0, 3]
+    early = P(min_relative_score=0.5, max_triggered=1)
+    assert rerank(feats, np.eye(4), early, top_k=4, forced=forced).order == [0, 3]
 
 
 def test_enough_injects_a_sure_first_pick_alone_but_keeps_forced():
     feats = f([0.9, 1, 0.9, 1.0], [0.5, 0, 0.5, 0.5], [0.45, 0, 0.5, 0.5], [0.0, 0, 0.1, 0.0])
     # totals 0.85, 0.3, 0.29, 0.03 (as above)
-    assert rerank(feats, np.eye(4), W, top_k=4, enough=0.9).order == [0, 1, 2, 3]  # first pick not sure enough
-    assert rerank(feats, np.eye(4), W, top_k=4, enough=0.8).order == [0]
+    assert rerank(feats, np.eye(4), P(enough_score=0.9), top_k=4).order == [0, 1, 2, 3]  # first pick not sure enough
+    assert rerank(feats, np.eye(4), P(enough_score=0.8), top_k=4).order == [0]
     forced = np.array([False, False, False, True])
-    assert rerank(feats, np.eye(4), W, top_k=4, enough=0.5, forced=forced, max_forced=1).order == [0, 3]
+    assert rerank(feats, np.eye(4), P(enough_score=0.5, max_triggered=1), top_k=4, forced=forced).order == [0, 3]
     # per config, in one batch: off, sure, not sure
-    batch = rerank_many(feats, np.eye(4), np.array([W] * 3), top_k=4, enough=np.array([np.inf, 0.8, 0.9]))
+    batch = rerank_many(feats, np.eye(4), ParamBatch.stack([P(), P(enough_score=0.8), P(enough_score=0.9)]), top_k=4)
     assert batch.count.tolist() == [4, 1, 4]

@@ -10,7 +10,7 @@ from hindsight_lab.config import LabConfig
 from hindsight_lab.replay.report import METRICS
 from hindsight_lab.replay.runner import run_replay
 from hindsight_lab.sweep.cache import capture, load_episode_data
-from hindsight_lab.sweep.evaluate import ConfigBatch, FastEvaluator
+from hindsight_lab.sweep.evaluate import FastEvaluator, param_batch
 
 TAU = "tau-bench/gpt-4o-airline.dev.json"
 
@@ -54,7 +54,7 @@ def test_batches_and_chunks_agree(tau_cache) -> None:
     rng = np.random.default_rng(3)
     configs = [_random_config(rng) for _ in range(40)]
     whole = FastEvaluator(cache, chunk=1000).evaluate(configs)
-    chunked = FastEvaluator(cache, chunk=7).evaluate(ConfigBatch.from_configs(configs))
+    chunked = FastEvaluator(cache, chunk=7).evaluate(param_batch(configs))
     one_by_one = [FastEvaluator(cache).evaluate([c]).values[:, 0] for c in configs[:5]]
     assert np.array_equal(whole.values, chunked.values) and np.array_equal(whole.tokens, chunked.tokens)
     for i, vals in enumerate(one_by_one):

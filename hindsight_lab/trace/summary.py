@@ -14,7 +14,7 @@ from __future__ import annotations
 import re
 from typing import Sequence
 
-from .trace import Episode, ToolCallStep, ToolResultStep
+from .model import Episode, ToolCallStep, ToolResultStep
 
 _CAMEL = re.compile(r"(?<=[a-z0-9])(?=[A-Z])")
 
@@ -81,7 +81,7 @@ def summarise(episode: Episode, max_chars: int = 600) -> str:
 
 
 def episode_key(episode: Episode, key: str) -> str | None:
-    """The text an episode record is found by (embedded and indexed for keywords), per ``episode.key``:
+    r"""The text an episode record is found by (embedded and indexed for keywords), per ``episode.key``:
     ``instruction`` (the request alone), ``request_tools`` (the request, then the names of the tools called, each
     once, in call order) or ``summary`` (None: the stored summary itself is the key).
 

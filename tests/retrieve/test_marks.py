@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from hindsight_lab.conflicts.inject import add_partners, mark, shown_records
+from hindsight_lab.retrieve.marks import add_partners, mark, shown_records
 from hindsight_lab.retrieve.recall import Candidates
 from hindsight_lab.store.memory import InMemoryStore
 from hindsight_lab.types import Kind, MemoryRecord
@@ -25,13 +25,13 @@ def test_the_rival_of_a_recalled_flagged_rule_joins_the_candidates():
     cands = Candidates()
     cands.add(a, np.eye(3, dtype=np.float32)[0], 1.0, 0.5, "vector", None)
     q = np.array([0.6, 0.8, 0.0], dtype=np.float32)
-    add_partners(cands, store, {a.id: "rule", b.id: "rule", other.id: "rule"}, q, None)
+    add_partners(cands, store, {a.id: "rule", b.id: "rule", other.id: "rule"}.get, q, None)
     assert [r.id for r in cands.records] == [a.id, b.id] and cands.paths[1] == ["conflict"]
     assert cands.similarity[1] == np.float32(0.8) and cands.lexical[1] == 0.0
     # negative control: a rival that is gone (archived, deleted) is not fetched
     cands2 = Candidates()
     cands2.add(a, np.eye(3, dtype=np.float32)[0], 1.0, 0.5, "vector", None)
-    add_partners(cands2, store, {a.id: "rule", b.id: "archive"}, q, None)
+    add_partners(cands2, store, {a.id: "rule", b.id: "archive"}.get, q, None)
     assert [r.id for r in cands2.records] == [a.id]
 
 

@@ -10,9 +10,9 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, StrictFloat, StrictInt, StrictStr, field_validator
 from pydantic import ValidationError as _PydanticError
 
-from .errors import ValidationError
-from .retrieve.paths import validate_trigger
-from .types import Trigger
+from ..errors import ValidationError, invalid_input
+from ..retrieve.paths import validate_trigger
+from ..types import Trigger
 
 
 class TriggerInput(BaseModel):
@@ -79,18 +79,4 @@ def parse_memory_input(data: dict[str, Any]) -> MemoryInput:
     try:
         return MemoryInput.model_validate(data)
     except _PydanticError as exc:
-        raise ValidationError(describe(exc, "write")) from None
-
-
-def describe(exc: _PydanticError, what: str) -> str:
-    """``write: confidence: must be between 0 and 1 (got 1.7)`` — one clause per bad field."""
-    parts = []
-    for err in exc.errors():
-        field = ".".join(str(p) for p in err["loc"]) or "<input>"
-        msg = err["msg"].removeprefix("Value error, ")
-        if err["type"] == "extra_forbidden":
-            msg = "unknown field"
-        elif err["type"] == "literal_error":
-            msg = f"{msg}"
-        parts.append(f"{field}: {msg} (got {err.get('input')!r})")
-    return f"{what}: invalid input: " + "; ".join(parts)
+        raise ValidationError(invalid_input(exc, "write")) from None

@@ -12,8 +12,8 @@ from __future__ import annotations
 from dataclasses import replace
 from datetime import datetime, timedelta
 
-from .config import DecayConfig
-from .types import MemoryRecord
+from ..config import DecayConfig
+from ..types import MemoryRecord
 
 _DAY = timedelta(days=1)
 

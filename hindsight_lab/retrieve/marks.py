@@ -19,9 +19,9 @@ from typing import Any, Callable, Mapping, Sequence
 
 import numpy as np
 
-from ..types import MemoryRecord
+from ..types import Bucket, MemoryRecord
 
-_LAYER = {"rule": "L3", "candidate": "L2"}
+_LAYER = {Bucket.RULE: "L3", Bucket.CANDIDATE: "L2"}
 MAX_QUOTE = 160
 
 
@@ -58,14 +58,14 @@ def shown_records(records: Sequence[MemoryRecord], bucket_of: Callable[[str], st
     return out
 
 
-def add_partners(cands: Any, store: Any, bucket_of: Mapping[str, str], q: np.ndarray, domain: str | None,
-                 overlay: Mapping[str, MemoryRecord] | None = None) -> None:
+def add_partners(cands: Any, store: Any, bucket_of: Callable[[str], str | None], q: np.ndarray,
+                 domain: str | None, overlay: Mapping[str, MemoryRecord] | None = None) -> None:
     """Add to the recall candidates the rivals of every flagged candidate (path ``conflict``)."""
     wanted: dict[str, list[str]] = {}
     for rec in list(cands.records):
         for link in partners(rec):
             pid = str(link.get("id"))
-            bucket = bucket_of.get(pid)
+            bucket = bucket_of(pid)
             if bucket in _LAYER and pid not in cands and pid not in wanted.get(bucket, []):
                 wanted.setdefault(bucket, []).append(pid)
     overlay = overlay or {}

@@ -36,9 +36,9 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field
-from typing import Any, Callable, NamedTuple, Sequence
+from typing import Any, NamedTuple, Sequence
 
-import numpy as np
+from ..trace.summary import is_read_only
 
 
 @dataclass
@@ -167,8 +167,6 @@ class Contradictions:
     def observe_record(self, rec: Any, read_only_prefixes: Sequence[str]) -> Verdict:
         """:meth:`observe` for a stored episode record (its ``attrs``: ``tools``, ``error_calls``,
         ``failure_cause``); records written before ``error_calls`` was kept locate an error by its tool name."""
-        from .summary import is_read_only
-
         a = rec.attrs or {}
         tools = tuple(a.get("tools", ()))
         if "error_calls" in a:
@@ -189,42 +187,3 @@ class Contradictions:
             step.retired.discard(record_id)
         self._runs.pop(record_id, None)
         self.refusals_of.pop(record_id, None)
-
-
-class RetiredVoters:
-    """Retired successes still show how their kind of task is worded: the ``knn`` task-type vote counts them as
-    neighbours (:func:`~hindsight_lab.retrieve.recall.recall`, ``extra_votes``) although they are never recalled.
-
-    Args:
-        load: returns ``(record, embedding)`` pairs of archived records by id (read once, at the first vote after
-            a change).
-    """
-
-    def __init__(self, load: Callable[[list[str]], list[tuple[Any, np.ndarray]]]) -> None:
-        self._load = load
-        self._ids: dict[str, None] = {}  # insertion-ordered set
-        self._types: list[str | None] = []
-        self._matrix: np.ndarray | None = None
-
-    def __len__(self) -> int:
-        return len(self._ids)
-
-    def add(self, record_id: str) -> None:
-        if record_id not in self._ids:
-            self._ids[record_id] = None
-            self._matrix = None
-
-    def remove(self, record_id: str) -> None:
-        if self._ids.pop(record_id, 0) is None:
-            self._matrix = None
-
-    def votes(self, q: np.ndarray) -> list[tuple[str | None, float]]:
-        """``(task_type, cosine similarity to q)`` of every retired success."""
-        if not self._ids:
-            return []
-        if self._matrix is None:
-            pairs = {r.id: (r.task_type, e) for r, e in self._load(list(self._ids))}
-            self._ids = {i: None for i in self._ids if i in pairs}
-            self._types = [pairs[i][0] for i in self._ids]
-            self._matrix = np.stack([pairs[i][1] for i in self._ids]) if self._ids else np.zeros((0, len(q)))
-        return list(zip(self._types, map(float, self._matrix @ q)))

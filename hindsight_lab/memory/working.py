@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any, Iterator
 
-from .types import Kind, MemoryRecord
+from ..types import Kind, MemoryRecord
 
 
 class WorkingMemory:

@@ -1,0 +1,220 @@
+"""Every change to what a store holds, with the recall index and the evidence kept in step: episode records (L2,
+never merged), rule writes with dedup, merge and promotion (DESIGN §2.3–2.4), and moves between buckets.
+
+The merge itself is one rule, :meth:`~hindsight_lab.types.MemoryRecord.merged_with`, shared with the conflict pass.
+"""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import replace
+from datetime import datetime
+from typing import Any, Callable, Sequence
+
+import numpy as np
+
+from ..config import LabConfig
+from ..reflect.pipeline import PENDING
+from ..retrieve.index import RecallIndex, is_retired
+from ..trace import Episode
+from ..trace.summary import episode_key, summarise
+from ..types import Bucket, Kind, MemoryRecord, WriteResult
+from .evidence import Contradictions
+
+logger = logging.getLogger(__name__)
+
+
+def decision_attrs(decision: Any) -> dict[str, Any]:
+    """What an episode record keeps of its trigger decision: the reason, and while a reflection is asked for,
+    ``reflected`` (the trigger state rebuilt from the store counts it) and ``reflection: pending``."""
+    if decision is None:
+        return {}
+    asked = decision.reason if decision.reflect else None
+    return {"decision": decision.reason, "reflected": asked, "reflection": PENDING if asked else None}
+
+
+class Writes:
+    """Writes to one open store.
+
+    Args:
+        config: the memory's config.
+        store: the open :class:`~hindsight_lab.protocols.Store`.
+        index: the store's :class:`~hindsight_lab.retrieve.index.RecallIndex`.
+        embedder: embeds what is written.
+        new_id: makes the id of a new record from its kind.
+        contradictions: the later evidence against stored successes (:mod:`.evidence`).
+    """
+
+    def __init__(self, config: LabConfig, store: Any, index: RecallIndex, embedder: Any,
+                 new_id: Callable[[Kind], str], contradictions: Contradictions) -> None:
+        self.config, self.store, self.index, self.embedder = config, store, index, embedder
+        self.new_id, self.contradictions = new_id, contradictions
+
+    # ------------------------------------------------------------------ buckets
+    def track(self, rec: MemoryRecord, bucket: Bucket | str) -> None:
+        """Keep the index (and the evidence) in step with a record stored in ``bucket``."""
+        if bucket == Bucket.ARCHIVE and not is_retired(rec):
+            self.contradictions.remove(rec.id)
+        self.index.add(rec, bucket)
+
+    def put(self, bucket: Bucket | str, records: Sequence[MemoryRecord], embeddings: np.ndarray) -> None:
+        """Store records with their vectors as given (no dedup)."""
+        self.store.upsert(bucket, records, embeddings)
+        for rec in records:
+            self.track(rec, bucket)
+
+    def update(self, bucket: Bucket | str, records: Sequence[MemoryRecord]) -> None:
+        """Store changed records (their vectors kept) and re-index them."""
+        self.store.update(bucket, records)
+        for rec in records:
+            self.track(rec, bucket)
+
+    def annotate(self, bucket: Bucket | str, records: Sequence[MemoryRecord]) -> None:
+        """Store changes that no index reads (bookkeeping: reflection state, retrieval stamps, debug traces)."""
+        self.store.update(bucket, records)
+
+    def delete(self, bucket: Bucket | str, ids: Sequence[str]) -> None:
+        self.store.delete(bucket, ids)
+        for rid in ids:
+            self.contradictions.remove(rid)
+            self.index.remove(rid)
+
+    def move(self, source: Bucket | str, target: Bucket | str, ids: Sequence[str],
+             change: Callable[[MemoryRecord], MemoryRecord]) -> None:
+        """Move records between buckets with their vectors, changed by ``change`` on the way."""
+        pairs = self.store.get(source, ids)
+        recs = [change(r) for r, _ in pairs]
+        self.store.upsert(target, recs, np.stack([e for _, e in pairs]))
+        self.store.delete(source, [r.id for r in recs])
+        for rec in recs:
+            self.track(rec, target)
+
+    def archive(self, bucket: Bucket | str, ids: Sequence[str], attrs: dict[str, Any] | None = None) -> None:
+        """Move records to the archive (kept, never recalled), adding ``attrs``."""
+        self.move(bucket, Bucket.ARCHIVE, ids,
+                  lambda r: replace(r, archived=True, attrs={**r.attrs, **attrs} if attrs else r.attrs))
+
+    # ------------------------------------------------------------------ episodes (L2, never merged)
+    def episode_records(self, eps: Sequence[Episode], given: Sequence[str | None], now: datetime,
+                        compressed: Sequence[Any] | None = None,
+                        decisions: Sequence[Any] | None = None) -> list[MemoryRecord]:
+        """One L2 record per episode, embedded in one batch; then the evidence they bring against stored successes.
+
+        The record's task_type is derived from the tools the agent called unless the caller knows it (``given``);
+        writing an episode id again replaces its record; ``created_at`` is the episode's ``started_at`` when set.
+        """
+        records = [self._episode_record(ep, tt, now, compressed[i] if compressed is not None else None,
+                                        decisions[i] if decisions is not None else None)
+                   for i, (ep, tt) in enumerate(zip(eps, given))]
+        if not records:
+            return []
+        self.put(Bucket.EPISODE, records, self.embedder.embed([r.embed_text for r in records]))
+        for rec in records:
+            self._weigh_evidence(rec)
+        return records
+
+    def _episode_record(self, ep: Episode, task_type: str | None, now: datetime, comp: Any,
+                        decision: Any) -> MemoryRecord:
+        from ..reflect.compress import compress
+
+        cfg = self.config.episode
+        if comp is None:
+            comp = compress(ep, self.config.reflect.compress, cfg.read_only_prefixes, task_type=task_type)
+        conf = {"success": cfg.success_confidence, "partial": cfg.partial_confidence,
+                "failure": cfg.failure_confidence}[ep.outcome]
+        attrs = {"tools": list(comp.tools), "calls": list(comp.calls), "n_steps": comp.n_steps,
+                 "user_turns": comp.user_turns, "errors": [list(e) for e in comp.errors],
+                 "error_calls": list(comp.error_calls), "failure_cause": ep.failure_cause,
+                 **decision_attrs(decision)}
+        return MemoryRecord(
+            id=self.index.record_of_episode(ep.episode_id) or self.new_id(Kind.EPISODE), kind=Kind.EPISODE,
+            content=summarise(ep, cfg.summary_max_chars), key=episode_key(ep, cfg.key), task_type=comp.task_type,
+            domain=ep.domain, confidence=conf, outcome=ep.outcome, task_id=ep.task_id,
+            source_episode_ids=(ep.episode_id,), created_at=ep.started_at or now,
+            embedding_model=self.embedder.name(), attrs={k: v for k, v in attrs.items() if v})
+
+    def _weigh_evidence(self, rec: MemoryRecord) -> None:
+        """Later evidence for or against stored successes (lucky ones, changed rules): retire or reinstate."""
+        verdict = self.contradictions.observe_record(rec, self.config.episode.read_only_prefixes)
+        if verdict.retire:
+            by = list(self.contradictions.refusals_of[verdict.retire[0]])
+            self.archive(Bucket.EPISODE, verdict.retire, attrs={"retired_by": by})
+            logger.info("retired %d contradicted successes (refused again: %s)", len(verdict.retire), by)
+        if verdict.reinstate:
+            self.move(Bucket.ARCHIVE, Bucket.EPISODE, verdict.reinstate,  # a later success passed the refused step
+                      lambda r, by=rec.id: replace(r, archived=False, attrs={
+                          **{k: v for k, v in r.attrs.items() if k != "retired_by"}, "reinstated_by": by}))
+            logger.info("reinstated %d successes (%s passed the refused step)", len(verdict.reinstate), rec.id)
+
+    # ------------------------------------------------------------------ rules (dedup, merge, promotion)
+    def rule(self, incoming: MemoryRecord, emb: np.ndarray, now: datetime) -> WriteResult:
+        """Write a rule (DESIGN §2.3): one within ``dedup.similarity`` of an L3 rule confirms it; else one within it
+        of the nearest candidate merges into that candidate, which is promoted when it qualifies; else it is new."""
+        rule = self.nearest_match(Bucket.RULE, incoming, emb)
+        if rule is not None:
+            return WriteResult("confirmed", self._merge_into(rule[0], incoming, Bucket.RULE, now))
+        if incoming.kind is Kind.RULE:
+            self.put(Bucket.RULE, [incoming], emb[None, :])
+            return WriteResult("created", incoming)
+        candidate = self.nearest_match(Bucket.CANDIDATE, incoming, emb)
+        if candidate is None:
+            self.put(Bucket.CANDIDATE, [incoming], emb[None, :])
+            return WriteResult("created", incoming)
+        merged = self._merge_into(candidate[0], incoming, Bucket.CANDIDATE, now)
+        if self.promotable(merged):
+            return WriteResult("merged", self.promote(merged, candidate[1], now), promoted=True)
+        return WriteResult("merged", merged)
+
+    def nearest_match(self, bucket: Bucket, rec: MemoryRecord, emb: np.ndarray
+                      ) -> tuple[MemoryRecord, np.ndarray] | None:
+        """The nearest record of ``bucket`` that ``rec`` duplicates: within ``dedup.similarity``, of the same
+        task_type where both have one (``dedup.same_task_type``), and not contradicting it."""
+        cfg = self.config.dedup
+        if not self.index.count(bucket):
+            return None
+        for other, sim, other_emb in self.store.query(bucket, emb, 5):
+            if sim < cfg.similarity:
+                break
+            if cfg.same_task_type and None not in (rec.task_type, other.task_type) \
+                    and rec.task_type != other.task_type:
+                continue
+            if self._contradicts(rec, other):
+                continue  # opposite orders embed close together: never merge them (issue 6)
+            return other, other_emb
+        return None
+
+    def _contradicts(self, a: MemoryRecord, b: MemoryRecord) -> bool:
+        c = self.config.conflicts
+        if not c.block_contradicting_merge:
+            return False
+        from ..conflicts.detect import OfflineDetector
+
+        return OfflineDetector(min_overlap=c.min_overlap).judge(a.content, b.content).conflict
+
+    def _merge_into(self, target: MemoryRecord, new: MemoryRecord, bucket: Bucket, now: datetime) -> MemoryRecord:
+        merged = target.merged_with(new, confirmed_at=now)
+        self.update(bucket, [merged])
+        return merged
+
+    def promotable(self, rec: MemoryRecord) -> bool:
+        """Confirmed by ``promotion.min_hits`` different episodes, mean confidence above the bar, and
+        counter-examples (article §3.3, §8.5)."""
+        p = self.config.promotion
+        return (len(set(rec.source_episode_ids)) >= p.min_hits and rec.confidence > p.min_mean_confidence
+                and (bool(rec.counter_examples) or not p.require_counter_examples))
+
+    def promote(self, cand: MemoryRecord, emb: np.ndarray, now: datetime) -> MemoryRecord:
+        """Move a candidate to L3, merging it into an equivalent rule when there is one."""
+        as_rule = replace(cand, kind=Kind.RULE, last_confirmed_at=now)
+        match = self.nearest_match(Bucket.RULE, as_rule, emb)
+        if match is not None:
+            result = self._merge_into(match[0], as_rule, Bucket.RULE, now)
+        else:
+            self.put(Bucket.RULE, [as_rule], emb[None, :])
+            result = as_rule
+        self.store.delete(Bucket.CANDIDATE, [cand.id])
+        if result.id != cand.id:
+            self.contradictions.remove(cand.id)
+            self.index.remove(cand.id)
+        logger.info("promoted %s to L3 as %s", cand.id, result.id)
+        return result

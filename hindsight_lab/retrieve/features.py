@@ -1,0 +1,90 @@
+"""The per-candidate features the rerank weighs, one per term of :data:`~hindsight_lab.retrieve.rerank.TERMS`,
+by name (DESIGN §3).
+
+A feature has two halves: ``raw`` reads what a search found (the recall candidates and the clock) and is what the
+sweep's cache keeps per query; ``value`` turns the raw column into the feature in [0, 1] under a config's
+parameters (only ``recency`` reads one: its half-life). So a config scored from the cache sees exactly the features
+a search with that config would have computed.
+
+Examples:
+    >>> from hindsight_lab.retrieve.params import ParamBatch, RerankParams
+    >>> raw = {"semantic": np.array([0.9, 1.2]), "lexical": np.array([1.0, 0.0]), "task_type": np.array([1.0, 0.0]),
+    ...        "confidence": np.array([0.8, 0.5]), "recency": np.array([0.0, 14.0])}
+    >>> feature_matrix(raw, ParamBatch.of(RerankParams({}))).tolist()
+    [[0.9, 1.0, 1.0, 0.8, 1.0], [1.0, 0.0, 0.0, 0.5, 0.5]]
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+from typing import TYPE_CHECKING, Callable, Mapping, Sequence
+
+import numpy as np
+
+from .params import ParamBatch
+from .rerank import TERMS, recency
+
+if TYPE_CHECKING:
+    from .recall import Candidates
+
+
+def _as_is(raw: np.ndarray, params: ParamBatch) -> np.ndarray:
+    return raw
+
+
+def _clipped(raw: np.ndarray, params: ParamBatch) -> np.ndarray:
+    return np.clip(raw, 0.0, 1.0)
+
+
+def _recency(ages: np.ndarray, params: ParamBatch) -> np.ndarray:
+    """``0.5 ** (age / half_life)``: one column when every config has the same half-life, else ``(C, n)``."""
+    half = params.recency_half_life_days
+    if len(half) and np.all(half == half[0]):
+        return recency(ages, float(half[0]))
+    return recency(ages[None, :], half[:, None])
+
+
+@dataclass(frozen=True)
+class Feature:
+    """One rerank feature: ``raw(candidates, now)`` is cached, ``value(raw, params)`` gives ``(n,)`` or ``(C, n)``."""
+
+    name: str
+    raw: Callable[["Candidates", datetime], np.ndarray]
+    value: Callable[[np.ndarray, ParamBatch], np.ndarray] = _as_is
+
+
+def ages_days(c: "Candidates", now: datetime) -> np.ndarray:
+    """Each candidate's age in days on ``now``'s clock, from last_confirmed_at, else created_at."""
+    return np.asarray([(now - (r.last_confirmed_at or r.created_at)) / timedelta(days=1) for r in c.records],
+                      dtype=np.float64)
+
+
+#: Every feature by name: semantic (cosine to the query, clipped to [0, 1]), lexical (BM25 score over the best in
+#: the store), task_type (1 when the record's task type is the query's), confidence, and recency
+#: (``0.5 ** (age / half_life)`` with the age of :func:`ages_days`).
+FEATURES: dict[str, Feature] = {f.name: f for f in (
+    Feature("semantic", lambda c, now: np.asarray(c.similarity, dtype=np.float64), _clipped),
+    Feature("lexical", lambda c, now: np.asarray(c.lexical, dtype=np.float64)),
+    Feature("task_type", lambda c, now: np.asarray(
+        [1.0 if c.task_type is not None and r.task_type == c.task_type else 0.0 for r in c.records],
+        dtype=np.float64)),
+    Feature("confidence", lambda c, now: np.asarray([r.confidence for r in c.records], dtype=np.float64)),
+    Feature("recency", ages_days, _recency),
+)}
+
+
+def raw_features(c: "Candidates", now: datetime, names: Sequence[str] = TERMS) -> dict[str, np.ndarray]:
+    """``{name: raw column}`` of the candidates, for every term."""
+    return {name: FEATURES[name].raw(c, now) for name in names}
+
+
+def feature_matrix(raw: Mapping[str, np.ndarray], params: ParamBatch, names: Sequence[str] = TERMS) -> np.ndarray:
+    """The rerank's feature matrix, columns ``names``: ``(n, T)``, or ``(C, n, T)`` when a feature differs by
+    config (recency under several half-lives)."""
+    cols = [FEATURES[name].value(np.asarray(raw[name], dtype=np.float64), params) for name in names]
+    n = len(raw[names[0]]) if names else 0
+    if any(col.ndim == 2 for col in cols):
+        shape = (len(params), n)
+        return np.stack([np.broadcast_to(col, shape) for col in cols], axis=-1)
+    return np.column_stack(cols) if cols and n else np.zeros((n, len(names)))

@@ -1,0 +1,76 @@
+"""One search (DESIGN §3): the four recall paths, flagged rivals and their marks, the features, the pure rerank,
+the token budget and the rendered injection block.
+
+:func:`search` reads the store and the :class:`~.index.RecallIndex` and changes nothing; the memory keeps the
+retrieval bookkeeping of what it returns.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any, Callable, Mapping, Sequence
+
+import numpy as np
+
+from ..config import RetrievalConfig
+from ..types import Hit, MemoryRecord, ScoreTerms
+from .features import feature_matrix, raw_features
+from .index import RecallIndex
+from .inject import SECTIONS, fit_budget, render, render_line, section_of
+from .marks import add_partners, shown_records
+from .params import ParamBatch, RerankParams
+from .recall import Candidates, recall
+from .rerank import COLUMNS, rerank
+from .result import CandidateSet, SearchResult
+
+
+@dataclass(frozen=True)
+class Searcher:
+    """What a search reads: the open store, its recall index, the embedder and the token counter."""
+
+    store: Any
+    index: RecallIndex
+    embedder: Any
+    count: Callable[[str], int]
+
+    def search(self, query: str, cfg: RetrievalConfig, *, top_k: int, now: datetime, task_type: str | None = None,
+               domain: str | None = None, working: Sequence[MemoryRecord] = (),
+               overlay: Mapping[str, MemoryRecord] | None = None, explain: bool = False
+               ) -> tuple[SearchResult, Candidates]:
+        """Recall, rerank and fit to the budget; ``working`` (L1) records are injected first. Returns the result
+        and the recall candidates (their ``triggered`` rules count for decay whether injected or not)."""
+        q = self.embedder.embed_query(query)
+        cands = recall(self.store, self.index, q, query, cfg, task_type=task_type, domain=domain, overlay=overlay)
+        add_partners(cands, self.store, self.index.bucket_of, q, domain, overlay)  # flagged rivals come along
+        shown = shown_records(cands.records, self.index.bucket_of)  # flagged records carry their conflict mark
+        embs = cands.matrix()
+        forced = cands.forced
+        params = RerankParams.from_config(cfg)
+        raw = raw_features(cands, now)
+        feats = feature_matrix(raw, ParamBatch.of(params))
+        # einsum, not the @ of a threaded BLAS: its spinning worker threads slowed the next query encoding ~2x on
+        # a busy 2-core machine (bench profile); the matrix is at most a few dozen rows
+        sim = np.einsum("ik,jk->ij", embs, embs)
+        ranked = rerank(feats, sim, params, top_k=top_k, forced=forced)
+
+        working = list(working)
+        ordered = working + [shown[i] for i in ranked.order]
+        must = [True] * len(working) + [bool(forced[i]) for i in ranked.order]
+        kept, line_tokens = fit_budget(ordered, must, cfg.token_budget, self.count)
+        kept_set = set(kept)
+        hits = [Hit(cands.records[i], tuple(cands.paths[i]), ScoreTerms(dict(zip(COLUMNS, ranked.terms[pos]))),
+                    forced=bool(forced[i]), tokens=line_tokens[pos + len(working)])
+                for pos, i in enumerate(ranked.order) if pos + len(working) in kept_set]
+        injection = render([ordered[j] for j in kept], self.count, [line_tokens[j] for j in kept])
+        detail = self._candidate_set(cands, raw, sim) if explain else None
+        result = SearchResult(query, cands.task_type, cands.task_type_source, float(cands.task_type_share), hits,
+                              injection, working=[ordered[j] for j in kept if j < len(working)],
+                              n_candidates=len(cands), candidates=detail)
+        return result, cands
+
+    def _candidate_set(self, cands: Candidates, raw: Mapping[str, np.ndarray], sim: np.ndarray) -> CandidateSet:
+        shown = shown_records(cands.records, self.index.bucket_of)  # line tokens as injected (conflict marks)
+        return CandidateSet(list(cands.records), [tuple(p) for p in cands.paths], dict(raw), sim, cands.forced,
+                            np.array([self.count(render_line(r)) for r in shown], dtype=np.int64),
+                            np.array([SECTIONS.index(section_of(r)) for r in cands.records], dtype=np.int64))

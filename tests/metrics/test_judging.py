@@ -53,7 +53,7 @@ def test_from_episode_reads_the_pydantic_episode():
     ep = Episode(episode_id="e1", task_id="t", task_type=None, instruction="do", steps=[], outcome="success",
                  relevant_episode_ids=["e0"])
     je = JudgedEpisode.from_episode(ep, 7)
-    assert je == JudgedEpisode("e1", "t", None, frozenset({"e0"}), 7)
+    assert je == JudgedEpisode("e1", "t", None, frozenset({"e0"}), 7, "success")  # the outcome mode reads it
 
 
 # -- Judgements --------------------------------------------------------------------------------------------------

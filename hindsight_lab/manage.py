@@ -360,7 +360,7 @@ def _store_args(p: argparse.ArgumentParser) -> None:
 
 def _open(args: argparse.Namespace, *, create: bool = False, read_only: bool = False) -> "MemorySystem":
     """The ``--store`` memory; ``read_only`` takes no writer lock, so it works beside a running writer."""
-    from .cliargs import load_config, store_params
+    from .cli.args import load_config, store_params
     from .memory import MemorySystem
 
     where = store_params(args.store)

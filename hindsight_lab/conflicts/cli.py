@@ -53,7 +53,7 @@ def _config_args(p: argparse.ArgumentParser) -> None:
 
 
 def _config(args: argparse.Namespace, *, store: bool = True) -> Any:
-    from ..cliargs import load_config, store_params
+    from ..cli.args import load_config, store_params
 
     cfg = load_config(args)
     over: dict[str, Any] = {}

@@ -235,7 +235,7 @@ def format_mcp_table(out: dict[str, Any]) -> str:
 
 def run_mcp_bench_cli(args: argparse.Namespace) -> int:
     """Run the MCP bench, print the figures and write the JSON; 0 whether or not anything failed."""
-    from ..cliargs import load_config
+    from ..cli.args import load_config
     from .auth import read_token
 
     cfg = load_config(args)

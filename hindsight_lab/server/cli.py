@@ -46,7 +46,7 @@ def _redact(store: str) -> str:
 
 def run_serve_cli(args: argparse.Namespace) -> int:
     """Load the config, check the bind, open the store, serve until the transport ends."""
-    from ..cliargs import load_config
+    from ..cli.args import load_config
     from .auth import check_bind, read_token
 
     logging.basicConfig(stream=sys.stderr, level=args.log_level,

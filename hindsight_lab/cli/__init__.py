@@ -1,0 +1,69 @@
+"""``hindsight-lab``: the command line. Each subcommand is a thin layer over the library.
+
+One module per command group, each with an ``add_parser(sub)`` that registers its subcommands and their bodies:
+:mod:`.demo`, :mod:`.reflect`, :mod:`.replay`, :mod:`.live` (``live``, ``lures``), :mod:`.reembed`, :mod:`.sweep`
+(``sweep``, ``export``), :mod:`.datasets`; :mod:`.args` holds the options they share. The command modules import
+the library inside their bodies, so building the parser stays light.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from typing import Sequence
+
+from .. import __version__
+from ..errors import HindsightLabError, NothingToDo
+from . import datasets, demo, live, reembed, reflect, replay, sweep
+
+DESCRIPTION = "``hindsight-lab``: the command line. Each subcommand is a thin layer over the library."
+EXIT_CODES = """exit codes: 0 done; 2 invalid input, configuration or usage (the message names the file, line and
+field); 3 nothing to do (no episode left after skipping invalid lines, or a replay with an empty query set);
+130 interrupted."""
+# The order of ``hindsight-lab --help``.
+COMMAND_GROUPS = (demo, reflect, replay, live, reembed, sweep, datasets)
+
+
+def _cmd_bench(args: argparse.Namespace) -> int:
+    from ..bench import run_bench_cli
+
+    return run_bench_cli(args)
+
+
+def _build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="hindsight-lab", description=DESCRIPTION, epilog=EXIT_CODES)
+    parser.add_argument("--version", action="version", version=f"hindsight-lab {__version__}")
+    sub = parser.add_subparsers(dest="command", required=True)
+    for group in COMMAND_GROUPS:
+        group.add_parser(sub)
+
+    from ..bench import add_bench_arguments
+
+    bench = sub.add_parser("bench", help="speed and memory benchmark of search and write (prints and writes JSON)")
+    add_bench_arguments(bench)
+    bench.set_defaults(func=_cmd_bench)
+
+    from ..server.cli import add_serve_arguments  # the command body lives there too
+
+    add_serve_arguments(sub.add_parser("serve", help="MCP memory server (stdio, or streamable HTTP for many clients)"))
+    from ..conflicts.cli import add_commands as add_conflict_commands  # maintain, conflicts
+    from ..manage import add_commands as add_manage_commands  # memories, inspect
+
+    add_conflict_commands(sub)
+    add_manage_commands(sub)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = _build_parser().parse_args(argv)
+    try:
+        return int(args.func(args) or 0)
+    except NothingToDo as exc:
+        print(f"hindsight-lab {args.command}: nothing to do: {exc}", file=sys.stderr)
+        return 3
+    except HindsightLabError as exc:
+        print(f"hindsight-lab {args.command}: error: {exc}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        print(f"hindsight-lab {args.command}: interrupted", file=sys.stderr)
+        return 130

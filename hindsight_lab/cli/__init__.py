@@ -2,9 +2,9 @@
 
 One module per command group, each with an ``add_parser(sub)`` that registers its subcommands and their bodies:
 :mod:`.demo`, :mod:`.reflect`, :mod:`.replay`, :mod:`.live` (``live``, ``lures``), :mod:`.reembed`, :mod:`.sweep`
-(``sweep``, ``export``), :mod:`.datasets`, :mod:`.memories` (``memories``, ``inspect``); :mod:`.args` holds the
-options they share. The command modules import the library inside their bodies, so building the parser stays
-light.
+(``sweep``, ``export``), :mod:`.datasets`, :mod:`.conflicts` (``maintain``, ``conflicts``), :mod:`.memories`
+(``memories``, ``inspect``); :mod:`.args` holds the options they share. The command modules import the library
+inside their bodies, so building the parser stays light.
 """
 
 from __future__ import annotations
@@ -15,7 +15,7 @@ from typing import Sequence
 
 from .. import __version__
 from ..errors import HindsightLabError, NothingToDo
-from . import datasets, demo, live, memories, reembed, reflect, replay, sweep
+from . import conflicts, datasets, demo, live, memories, reembed, reflect, replay, sweep
 
 DESCRIPTION = "``hindsight-lab``: the command line. Each subcommand is a thin layer over the library."
 EXIT_CODES = """exit codes: 0 done; 2 invalid input, configuration or usage (the message names the file, line and
@@ -47,9 +47,7 @@ def _build_parser() -> argparse.ArgumentParser:
     from ..server.cli import add_serve_arguments  # the command body lives there too
 
     add_serve_arguments(sub.add_parser("serve", help="MCP memory server (stdio, or streamable HTTP for many clients)"))
-    from ..conflicts.cli import add_commands as add_conflict_commands  # maintain, conflicts
-
-    add_conflict_commands(sub)
+    conflicts.add_parser(sub)
     memories.add_parser(sub)
     return parser
 

@@ -2,9 +2,10 @@
 
 One module per command group, each with an ``add_parser(sub)`` that registers its subcommands and their bodies:
 :mod:`.demo`, :mod:`.reflect`, :mod:`.replay`, :mod:`.live` (``live``, ``lures``), :mod:`.reembed`, :mod:`.sweep`
-(``sweep``, ``export``), :mod:`.datasets`, :mod:`.conflicts` (``maintain``, ``conflicts``), :mod:`.memories`
-(``memories``, ``inspect``); :mod:`.args` holds the options they share. The command modules import the library
-inside their bodies, so building the parser stays light.
+(``sweep``, ``export``), :mod:`.datasets`, :mod:`.serve`, :mod:`.conflicts` (``maintain``, ``conflicts``),
+:mod:`.memories` (``memories``, ``inspect``); :mod:`.args` holds the options they share. The command modules import
+the library inside their bodies, so building the parser stays light. :mod:`.healthcheck` is the container health
+check (``python -m hindsight_lab.cli.healthcheck``).
 """
 
 from __future__ import annotations
@@ -15,7 +16,7 @@ from typing import Sequence
 
 from .. import __version__
 from ..errors import HindsightLabError, NothingToDo
-from . import conflicts, datasets, demo, live, memories, reembed, reflect, replay, sweep
+from . import conflicts, datasets, demo, live, memories, reembed, reflect, replay, serve, sweep
 
 DESCRIPTION = "``hindsight-lab``: the command line. Each subcommand is a thin layer over the library."
 EXIT_CODES = """exit codes: 0 done; 2 invalid input, configuration or usage (the message names the file, line and
@@ -44,9 +45,7 @@ def _build_parser() -> argparse.ArgumentParser:
     add_bench_arguments(bench)
     bench.set_defaults(func=_cmd_bench)
 
-    from ..server.cli import add_serve_arguments  # the command body lives there too
-
-    add_serve_arguments(sub.add_parser("serve", help="MCP memory server (stdio, or streamable HTTP for many clients)"))
+    serve.add_parser(sub)
     conflicts.add_parser(sub)
     memories.add_parser(sub)
     return parser

@@ -4,12 +4,13 @@
   ``memory_feedback``) with the configured name prefix and namespaces; :mod:`~hindsight_lab.server.models` their
   inputs and structured outputs; :mod:`~hindsight_lab.server.limits` the input size limits.
 - :mod:`~hindsight_lab.server.pool`: one ``MemorySystem`` per namespace behind one lock.
-- :mod:`~hindsight_lab.server.http`, :mod:`~hindsight_lab.server.auth`: streamable HTTP, health, bearer token;
-  :mod:`~hindsight_lab.server.healthcheck` the container health check.
+- :mod:`~hindsight_lab.server.http`, :mod:`~hindsight_lab.server.auth`: streamable HTTP, health, bearer token.
 - :mod:`~hindsight_lab.server.maintenance`: maintenance on a schedule.
-- :mod:`~hindsight_lab.server.cli`: the ``serve`` command.
+- :mod:`~hindsight_lab.server.run`: :func:`~hindsight_lab.server.run.run_server`, what ``hindsight-lab serve``
+  (:mod:`hindsight_lab.cli.serve`) runs.
 - :mod:`~hindsight_lab.server.process`: a server in a child process and an MCP client for it (benchmarks,
-  notebooks, tests); :mod:`~hindsight_lab.server.bench`: ``hindsight-lab bench --mcp``.
+  notebooks, tests; the container health check ``python -m hindsight_lab.cli.healthcheck``);
+  :mod:`~hindsight_lab.server.bench`: ``hindsight-lab bench --mcp``.
 
 Importing this package imports neither the ``mcp`` SDK nor chromadb nor torch.
 """

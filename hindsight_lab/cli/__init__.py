@@ -2,10 +2,10 @@
 
 One module per command group, each with an ``add_parser(sub)`` that registers its subcommands and their bodies:
 :mod:`.demo`, :mod:`.reflect`, :mod:`.replay`, :mod:`.live` (``live``, ``lures``), :mod:`.reembed`, :mod:`.sweep`
-(``sweep``, ``export``), :mod:`.datasets`, :mod:`.serve`, :mod:`.conflicts` (``maintain``, ``conflicts``),
-:mod:`.memories` (``memories``, ``inspect``); :mod:`.args` holds the options they share. The command modules import
-the library inside their bodies, so building the parser stays light. :mod:`.healthcheck` is the container health
-check (``python -m hindsight_lab.cli.healthcheck``).
+(``sweep``, ``export``), :mod:`.datasets`, :mod:`.bench`, :mod:`.serve`, :mod:`.conflicts` (``maintain``,
+``conflicts``), :mod:`.memories` (``memories``, ``inspect``); :mod:`.args` holds the options they share. The
+command modules import the library inside their bodies, so building the parser stays light.
+:mod:`.healthcheck` is the container health check (``python -m hindsight_lab.cli.healthcheck``).
 """
 
 from __future__ import annotations
@@ -16,20 +16,14 @@ from typing import Sequence
 
 from .. import __version__
 from ..errors import HindsightLabError, NothingToDo
-from . import conflicts, datasets, demo, live, memories, reembed, reflect, replay, serve, sweep
+from . import bench, conflicts, datasets, demo, live, memories, reembed, reflect, replay, serve, sweep
 
 DESCRIPTION = "``hindsight-lab``: the command line. Each subcommand is a thin layer over the library."
 EXIT_CODES = """exit codes: 0 done; 2 invalid input, configuration or usage (the message names the file, line and
 field); 3 nothing to do (no episode left after skipping invalid lines, or a replay with an empty query set);
 130 interrupted."""
 # The order of ``hindsight-lab --help``.
-COMMAND_GROUPS = (demo, reflect, replay, live, reembed, sweep, datasets)
-
-
-def _cmd_bench(args: argparse.Namespace) -> int:
-    from ..bench import run_bench_cli
-
-    return run_bench_cli(args)
+COMMAND_GROUPS = (demo, reflect, replay, live, reembed, sweep, datasets, bench, serve, conflicts, memories)
 
 
 def _build_parser() -> argparse.ArgumentParser:
@@ -38,16 +32,6 @@ def _build_parser() -> argparse.ArgumentParser:
     sub = parser.add_subparsers(dest="command", required=True)
     for group in COMMAND_GROUPS:
         group.add_parser(sub)
-
-    from ..bench import add_bench_arguments
-
-    bench = sub.add_parser("bench", help="speed and memory benchmark of search and write (prints and writes JSON)")
-    add_bench_arguments(bench)
-    bench.set_defaults(func=_cmd_bench)
-
-    serve.add_parser(sub)
-    conflicts.add_parser(sub)
-    memories.add_parser(sub)
     return parser
 
 

@@ -6,8 +6,9 @@ close pairs so both are recalled and shown as conflicting. :meth:`MemorySystem.m
   detector; ``llm``: the optional LiteLLM judge.
 - ``cluster``: HDBSCAN and the pairs to compare; ``resolve``: strength, supersede or flag, merging duplicates;
   ``scan``: one pass as a plan; ``apply``: the plan applied to a memory; ``inject``: flagged rivals at recall time.
-- ``pairs``: judging labelled pairs; ``synthetic``: planted contradictions; ``bench``. The commands live in
-  :mod:`hindsight_lab.cli.conflicts`, the picture in :mod:`hindsight_lab.report.conflicts`.
+- ``pairs``: judging labelled pairs; ``synthetic``: planted contradictions. The commands live in
+  :mod:`hindsight_lab.cli.conflicts`, the bench in :mod:`hindsight_lab.bench.conflicts`, the picture in
+  :mod:`hindsight_lab.report.conflicts`.
 """
 
 from __future__ import annotations

@@ -9,8 +9,8 @@
 - :mod:`~hindsight_lab.server.run`: :func:`~hindsight_lab.server.run.run_server`, what ``hindsight-lab serve``
   (:mod:`hindsight_lab.cli.serve`) runs.
 - :mod:`~hindsight_lab.server.process`: a server in a child process and an MCP client for it (benchmarks,
-  notebooks, tests; the container health check ``python -m hindsight_lab.cli.healthcheck``);
-  :mod:`~hindsight_lab.server.bench`: ``hindsight-lab bench --mcp``.
+  notebooks, tests; ``hindsight-lab bench --mcp`` is :mod:`hindsight_lab.bench.mcp`, the container health check
+  ``python -m hindsight_lab.cli.healthcheck``).
 
 Importing this package imports neither the ``mcp`` SDK nor chromadb nor torch.
 """

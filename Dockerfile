@@ -37,7 +37,7 @@ USER hindsight
 
 EXPOSE 8765
 HEALTHCHECK --interval=15s --timeout=5s --start-period=90s --retries=5 \
-  CMD ["python", "-m", "hindsight_lab.server.healthcheck", "http://127.0.0.1:8765"]
+  CMD ["python", "-m", "hindsight_lab.cli.healthcheck", "http://127.0.0.1:8765"]
 # 0.0.0.0 inside the container: serve refuses a non-loopback bind unless $HINDSIGHT_MCP_TOKEN holds a token.
 ENTRYPOINT ["hindsight-lab"]
 CMD ["serve", "--config", "experiments/configs/default.yaml", "--store", "/data/memory", "--transport", "http", \

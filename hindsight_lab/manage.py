@@ -1,5 +1,5 @@
-"""Memory management: list, show, delete, export, import, inspect — and the ``hindsight-lab memories`` and
-``hindsight-lab inspect`` commands.
+"""Memory management: list, show, delete, export, import, inspect (the ``hindsight-lab memories`` and
+``hindsight-lab inspect`` commands, in :mod:`hindsight_lab.cli.memories`, render them).
 
 **Export format** (JSONL, one record per line, archived ones included): every field of
 :class:`~hindsight_lab.types.MemoryRecord` (times in ISO-8601 UTC, lists as lists), ``layer`` for reading, and
@@ -21,7 +21,6 @@ Examples:
 
 from __future__ import annotations
 
-import argparse
 import base64
 import json
 from dataclasses import replace
@@ -33,7 +32,7 @@ from pydantic import AwareDatetime, BaseModel, ConfigDict, Field
 from pydantic import ValidationError as PydanticError
 
 from .datasets.reading import json_lines
-from .errors import HindsightLabError, MemoryNotFound, TraceFormatError, ValidationError
+from .errors import MemoryNotFound, TraceFormatError, ValidationError
 from .protocols import BUCKETS
 from .types import Kind, MemoryRecord, Trigger
 
@@ -316,134 +315,3 @@ def inspect(mem: "MemorySystem", memory_id: str) -> dict[str, Any]:
                           "superseded_by": rec.attrs.get("superseded_by"), "successor_chain": chain,
                           "supersedes": list(rec.attrs.get("supersedes", [])),
                           "merged_from": list(rec.attrs.get("merged_from", []))}}
-
-
-# ------------------------------------------------------------------------------------------------------ CLI
-def add_commands(sub: Any) -> None:
-    """Register ``memories`` (list, show, delete, export, import) and ``inspect`` on the CLI's subparsers."""
-    mem_p = sub.add_parser("memories", help="list, show, delete, export or import the memories of a store")
-    ops = mem_p.add_subparsers(dest="op", required=True)
-    lst = ops.add_parser("list", help="records as a table, filtered")
-    lst.add_argument("--layer", choices=["L2", "L3"])
-    lst.add_argument("--kind", choices=["episode", "candidate", "rule"])
-    lst.add_argument("--task-type")
-    lst.add_argument("--archived", choices=["active", "archived", "all"], default="active")
-    lst.add_argument("--limit", type=int)
-    show = ops.add_parser("show", help="one record in full (JSON)")
-    show.add_argument("id")
-    delete = ops.add_parser("delete", help="delete records by id (archived ones too)")
-    delete.add_argument("ids", nargs="+")
-    exp = ops.add_parser("export", help="write every record (and its vector) to a JSONL file")
-    exp.add_argument("file")
-    exp.add_argument("--no-archived", action="store_true", help="leave archived records out")
-    exp.add_argument("--no-embeddings", action="store_true", help="leave vectors out (the target re-embeds)")
-    imp = ops.add_parser("import", help="import a JSONL export (validated whole first; re-embeds for another model)")
-    imp.add_argument("file")
-    how = imp.add_mutually_exclusive_group()
-    how.add_argument("--skip-existing", action="store_true", help="skip ids the target already holds")
-    how.add_argument("--replace-existing", action="store_true", help="replace ids the target already holds")
-    for p in (lst, show, delete, exp, imp):
-        _store_args(p)
-    mem_p.set_defaults(func=cmd_memories)
-    ins = sub.add_parser("inspect", help="provenance, retrievals, outcomes, feedback and conflict links of a memory")
-    ins.add_argument("memory_id")
-    ins.add_argument("--json", action="store_true", help="print the whole inspection as JSON")
-    _store_args(ins)
-    ins.set_defaults(func=cmd_inspect)
-
-
-def _store_args(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--store", required=True, help="folder of an embedded store, or a Chroma server URL")
-    p.add_argument("--config", help="LabConfig YAML file (its embedder.model is the store's model)")
-    p.add_argument("--set", action="append", metavar="KEY=VALUE", help="dotted config override (repeatable)")
-
-
-def _open(args: argparse.Namespace, *, create: bool = False, read_only: bool = False) -> "MemorySystem":
-    """The ``--store`` memory; ``read_only`` takes no writer lock, so it works beside a running writer."""
-    from .cliargs import load_config, store_params
-    from .memory import MemorySystem
-
-    where = store_params(args.store)
-    if "store.path" in where and not create and not Path(args.store).is_dir():
-        raise HindsightLabError(f"--store {args.store}: no such folder")
-    return MemorySystem(load_config(args).with_params({**where, "store.read_only": read_only})).open()
-
-
-def cmd_memories(args: argparse.Namespace) -> int:
-    import pandas as pd
-
-    if args.op == "import":
-        read_export(args.file)  # a malformed file fails before the target store is even opened
-    mem = _open(args, create=args.op == "import", read_only=args.op in ("list", "show", "export"))
-    try:
-        if args.op == "list":
-            frame = list_frame(mem, layer=args.layer, kind=args.kind, task_type=args.task_type,
-                               archived=args.archived, limit=args.limit)
-            with pd.option_context("display.width", 220, "display.max_colwidth", 80, "display.max_rows", 1000):
-                print(frame.to_string(index=False) if len(frame) else "(no records)")
-            print(f"\n{len(frame)} record(s)")
-        elif args.op == "show":
-            print(json.dumps(record_to_json(mem.get(args.id)), indent=2, ensure_ascii=False))
-        elif args.op == "delete":
-            missing = [i for i in args.ids if not _exists(mem, i)]
-            if missing:
-                raise MemoryNotFound(f"no memory with id {missing[0]!r}; nothing was deleted")
-            for rid in args.ids:
-                rec = mem.delete(rid)
-                print(f"deleted {rid} ({rec.layer.value} {rec.kind.value})")
-        elif args.op == "export":
-            n = export_jsonl(mem, args.file, archived=not args.no_archived, embeddings=not args.no_embeddings)
-            print(f"exported {n} record(s) to {args.file} (embedding model {mem.embedder.name()})")
-        else:
-            how = "skip" if args.skip_existing else "replace" if args.replace_existing else "fail"
-            done = import_jsonl(mem, args.file, on_existing=how)
-            print(f"imported {done['imported']} record(s) from {args.file}: {done['kept_vectors']} kept their "
-                  f"vectors, {done['reembedded']} re-embedded with {mem.embedder.name()}, {done['skipped']} "
-                  f"skipped, {done['replaced']} replaced")
-    finally:
-        mem.close()
-    return 0
-
-
-def cmd_inspect(args: argparse.Namespace) -> int:
-    mem = _open(args, read_only=True)
-    try:
-        info = inspect(mem, args.memory_id)
-    finally:
-        mem.close()
-    if args.json:
-        print(json.dumps(info, indent=2, ensure_ascii=False, default=str))
-        return 0
-    r = info["record"]
-    print(f"{r['id']}  {r['layer']} {r['kind']}{'  (archived)' if r['archived'] else ''}  task_type "
-          f"{r['task_type'] or '-'}  confidence {r['confidence']:.3f}  hits {r['hit_count']}")
-    print(f"  {r['content']}")
-    if r["counter_examples"]:
-        print("  does not hold when: " + "; ".join(r["counter_examples"]))
-    print(f"  created {r['created_at']}, last confirmed {r['last_confirmed_at'] or '-'}, last retrieved "
-          f"{r['last_retrieved_at'] or '-'}, embedding model {r['embedding_model']}")
-    print(f"\nprovenance ({len(info['provenance'])} episode(s)):")
-    for s in info["provenance"]:
-        print(f"  {s['episode_id']}: {s['outcome'] or 'not stored'}  {s['instruction'] or ''}")
-    print(f"\nretrievals ({len(info['retrievals'])}):")
-    for e in info["retrievals"][-10:]:
-        print(f"  {e.get('at')} rank {e.get('rank')} task {e.get('task_id') or '-'}: {e.get('query')}")
-    print(f"\noutcomes of tasks that used it ({len(info['outcomes'])}):")
-    for e in info["outcomes"][-10:]:
-        print(f"  {e.get('at')} task {e.get('task_id') or '-'}: {e.get('outcome')}")
-    fb = info["feedback"]
-    print(f"\nfeedback: {fb['ups']} up, {fb['downs']} down" + (": " + "; ".join(fb["notes"]) if fb["notes"] else ""))
-    c = info["conflicts"]
-    print("\nconflicts:")
-    for link in c["conflicts_with"]:
-        print(f"  flagged with {link.get('id')} ({link.get('kind')}): {link.get('content')}")
-    if c["superseded_by"]:
-        print("  superseded by " + " → ".join(f"{x['id']} ({x['state']})" for x in c["successor_chain"]))
-    if c["supersedes"]:
-        print(f"  supersedes {', '.join(c['supersedes'])}")
-    if c["merged_from"]:
-        print(f"  merged from {', '.join(c['merged_from'])}")
-    if not any((c["conflicts_with"], c["superseded_by"], c["supersedes"], c["merged_from"])):
-        print("  none")
-    return 0
-

@@ -9,7 +9,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from hindsight_lab.bench import corpus_embeddings, generate, make_episode, recall_at
+from hindsight_lab.bench.corpus import corpus_embeddings, generate, make_episode
+from hindsight_lab.bench.search import recall_at
 from hindsight_lab.cli import main
 from hindsight_lab.embed import HashingEmbedder
 from hindsight_lab.trace.summary import derive_task_type

@@ -7,7 +7,10 @@ The memory applies a plan (:mod:`hindsight_lab.memory.maintain`); flagged rivals
 - ``text``, ``claims``: reading a rule's orderings, tools, negations and quantities; ``detect``: the offline
   detector; ``llm``: the optional LiteLLM judge.
 - ``cluster``: HDBSCAN and the pairs to compare; ``resolve``: strength, supersede or flag, the surviving duplicate;
-  ``scan``: one pass as a plan; ``pairs``: judging labelled pairs.
+  ``scan``: one pass as a plan; ``pairs``: judging labelled pairs. The commands live in
+  :mod:`hindsight_lab.cli.conflicts`, the bench in :mod:`hindsight_lab.bench.conflicts`, the picture in
+  :mod:`hindsight_lab.report.conflicts`.
 - ``synthetic``: deprecated, for one release: the planted contradictions moved to
   :mod:`hindsight_lab.datasets.synthetic.rules`.
+- ``plot``: deprecated, for one release: moved to :mod:`hindsight_lab.report.conflicts`.
 """

@@ -11,15 +11,15 @@ import logging
 import re
 from typing import Any
 
-from hindsight_lab.embed._base import CacheInfo
+from hindsight_lab.embed._base import BaseEmbedder, CacheInfo
 from hindsight_lab.embed.hashing import HashingEmbedder
 from hindsight_lab.embed.prefetch import PrefetchedEmbedder
 from hindsight_lab.embed.sentence_transformers import SentenceTransformerEmbedder
 from hindsight_lab.embed.tokens import TokenCounter
 from hindsight_lab.errors import ConfigError
 
-__all__ = ["CacheInfo", "HashingEmbedder", "PrefetchedEmbedder", "SentenceTransformerEmbedder", "TokenCounter",
-           "embedder_for", "make_embedder"]
+__all__ = ["BaseEmbedder", "CacheInfo", "HashingEmbedder", "PrefetchedEmbedder", "SentenceTransformerEmbedder",
+           "TokenCounter", "embedder_for", "make_embedder"]
 
 logger = logging.getLogger(__name__)
 

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from hindsight_lab.cli import main
-from hindsight_lab.server.bench import lost_writes
+from hindsight_lab.bench.mcp import lost_writes
 
 
 @pytest.mark.slow  # ~1-2 min on 2 shared cores: 1600 operations, each a Chroma write or search behind one lock

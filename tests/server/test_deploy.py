@@ -35,7 +35,7 @@ def test_compose_services_have_health_checks_and_start_conditions() -> None:
             assert svc["healthcheck"]["test"][0] in ("CMD", "CMD-SHELL"), name
     memory = services["memory"]
     assert memory["depends_on"] == {"chroma": {"condition": "service_healthy"}}
-    assert memory["healthcheck"]["test"][1:4] == ["python", "-m", "hindsight_lab.server.healthcheck"]
+    assert memory["healthcheck"]["test"][1:4] == ["python", "-m", "hindsight_lab.cli.healthcheck"]
     assert "/api/v2/heartbeat" in " ".join(services["chroma"]["healthcheck"]["test"])
     assert "/health" in " ".join(services["mlflow"]["healthcheck"]["test"])
 
@@ -89,7 +89,7 @@ def test_dockerfile_layers_dependencies_before_code_and_serves_http() -> None:
     cmd = next(args for kw, args in steps if kw == "CMD" and "serve" in args)
     assert '"hindsight-lab"' in entry and '"--transport", "http"' in cmd and '"--host", "0.0.0.0"' in cmd
     health = next(args for kw, args in steps if kw == "HEALTHCHECK")
-    assert "hindsight_lab.server.healthcheck" in health
+    assert "hindsight_lab.cli.healthcheck" in health
     ignore = (REPO / ".dockerignore").read_text().split()
     assert ignore[ignore.index("*") + 1:][:5] == ["!pyproject.toml", "!README.md", "!hindsight_lab/", "!datasets/",
                                                    "!experiments/"]

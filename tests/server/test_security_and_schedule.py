@@ -143,7 +143,7 @@ def test_maintenance_runs_on_its_schedule(guarded: dict[str, Any]) -> None:
 
 
 def test_container_health_check_command(guarded: dict[str, Any]) -> None:
-    cmd = [sys.executable, "-m", "hindsight_lab.server.healthcheck", guarded["srv"].base_url]
+    cmd = [sys.executable, "-m", "hindsight_lab.cli.healthcheck", guarded["srv"].base_url]
     env = {k: v for k, v in os.environ.items() if k != ENV}
     denied = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=60)
     assert denied.returncode == 1 and "Unauthorized" in denied.stderr

@@ -1,7 +1,8 @@
-"""``python -m hindsight_lab.server.healthcheck [BASE_URL]``: exit 0 when the memory server's health endpoint
+"""``python -m hindsight_lab.cli.healthcheck [BASE_URL]``: exit 0 when the memory server's health endpoint
 answers ``ok``, 1 otherwise — the container health check (``Dockerfile``, ``compose.yaml``).
 
 The bearer token is read from ``$HINDSIGHT_MCP_TOKEN`` (``--token-env`` names another variable) and never printed.
+It imports neither torch nor chromadb nor the ``mcp`` SDK, so it stays quick beside a busy server.
 """
 
 from __future__ import annotations
@@ -10,11 +11,11 @@ import argparse
 import os
 import sys
 
-from .process import get_health
+from ..server.process import get_health
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m hindsight_lab.server.healthcheck", description=__doc__)
+    parser = argparse.ArgumentParser(prog="python -m hindsight_lab.cli.healthcheck", description=__doc__)
     parser.add_argument("base_url", nargs="?", default="http://127.0.0.1:8765", help="server URL without /health")
     parser.add_argument("--token-env", default="HINDSIGHT_MCP_TOKEN", help="variable holding the bearer token")
     parser.add_argument("--timeout", type=float, default=4.0)

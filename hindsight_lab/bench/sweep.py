@@ -1,14 +1,13 @@
 """``hindsight-lab bench --sweep``: how fast the cached evaluator scores rerank configs, against a full replay.
 
-Prints (and returns) the time of one full replay of the default config (the ``hindsight`` system alone, after the
-model is loaded), the one replay that fills the cache, the evaluation of N random weight configs in one vectorised
-sweep, the MLflow logging of that sweep (separately), and the per-config speed-up.
+Returns (:func:`run_sweep_bench`; :func:`format_sweep_bench` renders it) the time of one full replay of the default
+config (the ``hindsight`` system alone, after the model is loaded), the one replay that fills the cache, the
+evaluation of N random weight configs in one vectorised sweep, the MLflow logging of that sweep (separately), and
+the per-config speed-up.
 """
 
 from __future__ import annotations
 
-import argparse
-import json
 import tempfile
 import time
 from pathlib import Path
@@ -18,21 +17,14 @@ DEFAULT_DATASET = "tau-bench-airline-dev"
 WEIGHTS = ("semantic", "lexical", "task_type", "confidence", "recency", "redundancy")
 
 
-def add_sweep_bench_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--sweep", action="store_true", help="benchmark the sweep's cached evaluator instead")
-    parser.add_argument("--sweep-dataset", default=DEFAULT_DATASET,
-                        help=f"dataset of --sweep: a registered name or a file (default {DEFAULT_DATASET})")
-    parser.add_argument("--sweep-format", default="auto", help="its format (default: detected)")
-    parser.add_argument("--sweep-configs", type=int, default=1000, help="random weight configs (default 1000)")
-
-
 def run_sweep_bench(dataset: str | Path, *, fmt: str = "auto", configs: int = 1000, seed: int = 0) -> dict[str, Any]:
+    """Time one full replay of the default config, the cache replay and ``configs`` random weight configs."""
     from ..config import LabConfig
     from ..datasets.registry import resolve
     from ..embed import make_embedder
     from ..replay.runner import run_replay
-    from .run import run_sweep
-    from .spec import SweepSpec
+    from ..sweep.run import run_sweep
+    from ..sweep.spec import SweepSpec
 
     (dataset,) = [p.resolve() for p in resolve(dataset)]
     cfg = LabConfig()
@@ -63,15 +55,14 @@ def run_sweep_bench(dataset: str | Path, *, fmt: str = "auto", configs: int = 10
             "targets": {"evaluation_s<=60": t["eval_s"] <= 60, "speedup>=100": full_s / per_config >= 100}}
 
 
-def run_sweep_bench_cli(args: argparse.Namespace) -> int:
-    out = run_sweep_bench(args.sweep_dataset, fmt=args.sweep_format, configs=args.sweep_configs)
-    print(f"sweep evaluator on {out['dataset']} ({out['queries']} queries), {out['configs']} random weight configs")
-    print(f"  full replay of one config   {out['full_replay_s']:8.2f} s  (hindsight alone, model loaded)")
-    print(f"  replay filling the cache    {out['cache_replay_s']:8.2f} s  (once per group of stored-state fields)")
-    print(f"  evaluation of all configs   {out['evaluation_s']:8.2f} s  ({out['per_config_ms']:.2f} ms per config)")
-    print(f"  MLflow logging              {out['mlflow_s']:8.2f} s")
-    print(f"  speed-up per config         {out['speedup_per_config']:8.0f} x  "
-          f"({out['speedup_with_cache_amortised']:.0f} x with the cache replay amortised)")
-    print("  targets: " + ", ".join(f"{k} {'met' if v else 'MISSED'}" for k, v in out["targets"].items()))
-    print(json.dumps(out, default=str))
-    return 0
+def format_sweep_bench(out: dict[str, Any]) -> str:
+    """The figures of :func:`run_sweep_bench` as the text ``bench --sweep`` prints (before the JSON line)."""
+    return "\n".join([
+        f"sweep evaluator on {out['dataset']} ({out['queries']} queries), {out['configs']} random weight configs",
+        f"  full replay of one config   {out['full_replay_s']:8.2f} s  (hindsight alone, model loaded)",
+        f"  replay filling the cache    {out['cache_replay_s']:8.2f} s  (once per group of stored-state fields)",
+        f"  evaluation of all configs   {out['evaluation_s']:8.2f} s  ({out['per_config_ms']:.2f} ms per config)",
+        f"  MLflow logging              {out['mlflow_s']:8.2f} s",
+        f"  speed-up per config         {out['speedup_per_config']:8.0f} x  "
+        f"({out['speedup_with_cache_amortised']:.0f} x with the cache replay amortised)",
+        "  targets: " + ", ".join(f"{k} {'met' if v else 'MISSED'}" for k, v in out["targets"].items())])

@@ -10,30 +10,28 @@
 from __future__ import annotations
 
 import argparse
-import sys
 from datetime import datetime, timezone
-from pathlib import Path
 from typing import Any
 
-from ..errors import ConfigError, HindsightLabError
-
+from ..errors import ConfigError
+from .args import add_config, add_store, existing_store, load_config
 
 _MAX_ROWS = 40
 
 
-def add_commands(sub: Any) -> None:
+def add_parser(sub: Any) -> None:
     """Register ``maintain`` and ``conflicts`` on the CLI's subparsers."""
     m = sub.add_parser("maintain", help="decay, archive and the conflict pass on a store; prints the report")
-    m.add_argument("--store", required=True, help="folder of an embedded store, or a Chroma server URL")
+    add_store(m, required=True)
     m.add_argument("--now", help="ISO-8601 time of the maintenance clock (default: now; naive times are UTC)")
     m.add_argument("--out", help="also write the report as CSV")
-    _config_args(m)
-    m.set_defaults(func=cmd_maintain)
+    add_config(m)
+    m.set_defaults(func=run_maintain)
 
     c = sub.add_parser("conflicts", help="clusters and contradicting rules of a store (read-only), or judge "
                        "labelled rule pairs (--pairs)")
     where = c.add_mutually_exclusive_group(required=True)
-    where.add_argument("--store", help="folder of an embedded store, or a Chroma server URL")
+    add_store(where)
     where.add_argument("--pairs", help="JSONL of labelled pairs {id, task_type, rule_a, rule_b, conflict, kind}, or "
                        "a registered pairs dataset (conflict-pairs-dev, conflict-pairs-sample)")
     c.add_argument("--predictions", help="with --pairs: write one JSON line per pair (label, verdict, reason)")
@@ -43,18 +41,11 @@ def add_commands(sub: Any) -> None:
     c.add_argument("--judge", choices=["offline", "litellm"], help="overrides conflicts.judge")
     c.add_argument("--model", help="LiteLLM model string for --judge litellm (conflicts.llm.model)")
     c.add_argument("--api-base", help="OpenAI-compatible server URL for the LiteLLM judge")
-    _config_args(c)
-    c.set_defaults(func=cmd_conflicts)
-
-
-def _config_args(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--config", help="LabConfig YAML file")
-    p.add_argument("--set", action="append", metavar="KEY=VALUE", help="dotted config override (repeatable)")
+    add_config(c)
+    c.set_defaults(func=run_conflicts)
 
 
 def _config(args: argparse.Namespace, *, store: bool = True) -> Any:
-    from ..cliargs import load_config, store_params
-
     cfg = load_config(args)
     over: dict[str, Any] = {}
     if getattr(args, "judge", None):
@@ -64,10 +55,7 @@ def _config(args: argparse.Namespace, *, store: bool = True) -> Any:
     if getattr(args, "api_base", None):
         over["conflicts.llm.api_base"] = args.api_base
     if store:
-        where = store_params(args.store)
-        if "store.path" in where and not Path(args.store).is_dir():
-            raise HindsightLabError(f"--store {args.store}: no such folder")
-        over.update(where)
+        over.update(existing_store(args.store))
     return cfg.with_params(over) if over else cfg
 
 
@@ -89,7 +77,7 @@ def _show(frame: Any, **kw: Any) -> str:
         return frame.to_string(index=False, **kw)
 
 
-def cmd_maintain(args: argparse.Namespace) -> int:
+def run_maintain(args: argparse.Namespace) -> int:
     from ..memory import MemorySystem
 
     cfg = _config(args)
@@ -115,14 +103,14 @@ def cmd_maintain(args: argparse.Namespace) -> int:
     return 0
 
 
-def cmd_conflicts(args: argparse.Namespace) -> int:
+def run_conflicts(args: argparse.Namespace) -> int:
     if args.pairs:
         return _judge_file(args)
     for flag in ("predictions",):
         if getattr(args, flag):
             raise ConfigError(f"--{flag} goes with --pairs")
+    from ..conflicts.scan import read_store, scan
     from ..memory import MemorySystem
-    from .scan import read_store, scan
 
     cfg = _config(args).with_params({"store.read_only": True})  # a read-only pass: it may run beside a writer
     with MemorySystem(cfg) as mem:
@@ -143,7 +131,7 @@ def cmd_conflicts(args: argparse.Namespace) -> int:
         import matplotlib
 
         matplotlib.use("Agg")
-        from .plot import plot_plan
+        from ..report.conflicts import plot_plan
 
         plot_plan(plan, args.png)
         print(f"\npicture written to {args.png}")
@@ -154,9 +142,8 @@ def _judge_file(args: argparse.Namespace) -> int:
     for flag in ("png", "out", "all"):
         if getattr(args, flag):
             raise ConfigError(f"--{flag.replace('_', '-')} goes with --store, not --pairs")
-    from .pairs import judge_pairs, load_pairs, scores, write_predictions
-    from .scan import make_judge
-
+    from ..conflicts.pairs import judge_pairs, load_pairs, scores, write_predictions
+    from ..conflicts.scan import make_judge
     from ..datasets.registry import resolve
 
     cfg = _config(args, store=False)
@@ -172,7 +159,7 @@ def _judge_file(args: argparse.Namespace) -> int:
         print(f"  {kind:<32} {v['correct']}/{v['n']} correct")
     for j in wrong:
         print(f"  wrong: {j.pair.id} label {j.pair.conflict} ({j.pair.kind}), predicted {j.verdict.conflict}: "
-              f"{j.verdict.reason}", file=sys.stdout)
+              f"{j.verdict.reason}")
     if hasattr(judge, "usage_summary"):
         print(f"judge usage: {judge.usage_summary()}")
     if args.predictions:

@@ -12,8 +12,9 @@ A ``hindsight-lab serve --transport http`` runs in a child process (on a tempora
   L2 episode record and no reflection is asked for (the reflection path itself is covered by the tool tests).
 
 Then the server is stopped (the store is flushed and closed) and the store is opened here: every record id the
-server acknowledged must be in it, and the namespaces must hold exactly the acknowledged records. Printed: errors,
-lost writes (expected vs stored records), latency p50/p95 per operation, throughput.
+server acknowledged must be in it, and the namespaces must hold exactly the acknowledged records. Reported
+(:func:`run_mcp_bench`, rendered by :func:`format_mcp_table`): errors, lost writes (expected vs stored records),
+latency p50/p95 per operation, throughput.
 
 Examples:
     hindsight-lab bench --mcp --clients 8 --ops 200
@@ -22,41 +23,24 @@ Examples:
 
 from __future__ import annotations
 
-import argparse
-import json
 import logging
 import random
 import tempfile
 import time
 import uuid
-from datetime import datetime
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
-from .._env import home
 from ..config import LabConfig
 from ..errors import ConfigError
-from .config import ServerConfig
+from ..server.config import ServerConfig
 
 logger = logging.getLogger(__name__)
 
 MIX = {"write": 0.35, "search": 0.40, "feedback": 0.10, "reflect": 0.15}
 N_NAMESPACES = 2
-
-
-def add_mcp_bench_arguments(parser: argparse.ArgumentParser) -> None:
-    """The ``--mcp`` options of ``hindsight-lab bench``."""
-    group = parser.add_argument_group("MCP server load test (--mcp)")
-    group.add_argument("--mcp", action="store_true", help="benchmark a memory server over streamable HTTP instead")
-    group.add_argument("--clients", type=int, default=8, help="concurrent MCP clients (default 8)")
-    group.add_argument("--ops", type=int, default=200, help="operations per client (default 200)")
-    group.add_argument("--config", help="LabConfig YAML the server loads, with an optional server: section "
-                       "(default: the defaults)")
-    group.add_argument("--set", action="append", metavar="KEY=VALUE", help="dotted config override (repeatable)")
-    group.add_argument("--store", help="store folder or Chroma server URL (default: a temporary folder)")
-    group.add_argument("--seed", type=int, default=0, help="seed of the operation mix and texts")
 
 
 def vocabulary() -> list[str]:
@@ -108,7 +92,7 @@ class _Client:
         return kind, {"episode": episode, **ns}
 
     async def run(self, url: str, token: str | None) -> None:
-        from .process import http_client
+        from ..server.process import http_client
 
         async with http_client(url, token) as client:
             for i in range(self.ops):
@@ -175,9 +159,9 @@ def run_mcp_bench(config: LabConfig, settings: ServerConfig | None = None, *, cl
     store; the figures as a dict."""
     import anyio
 
-    from .app import tool_names
-    from .config import served_yaml
-    from .process import ServeProcess
+    from ..server.app import tool_names
+    from ..server.config import served_yaml
+    from ..server.process import ServeProcess
 
     if clients < 1 or ops < 1:
         raise ConfigError(f"--clients and --ops must be at least 1 (got {clients} and {ops})")
@@ -224,6 +208,7 @@ def run_mcp_bench(config: LabConfig, settings: ServerConfig | None = None, *, cl
 
 
 def format_mcp_table(out: dict[str, Any]) -> str:
+    """The figures of :func:`run_mcp_bench` as the text ``bench --mcp`` prints."""
     lines = [f"MCP bench: {out['clients']} clients x {out['ops_per_client']} operations over streamable HTTP "
              f"(model {out['model']}, {out['store']} store, namespaces {', '.join(out['namespaces'])})",
              f"operations {out['operations']} in {out['wall_s']:.1f} s ({out['throughput_ops_s']:.1f} ops/s)",
@@ -236,20 +221,3 @@ def format_mcp_table(out: dict[str, Any]) -> str:
         lines.append(f"{op:<12}{lat['n']:>6}{lat['p50']:>9.1f}{lat['p95']:>9.1f}{lat['max']:>9.1f}")
     lines += [f"error: {e}" for e in out["error_samples"]] + [f"lost: {i}" for i in out["lost_samples"]]
     return "\n".join(lines)
-
-
-def run_mcp_bench_cli(args: argparse.Namespace) -> int:
-    """Run the MCP bench, print the figures and write the JSON; 0 whether or not anything failed."""
-    from ..cliargs import set_overrides
-    from .auth import read_token
-    from .config import load_served
-
-    cfg, settings = load_served(args.config, set_overrides(args))
-    out = run_mcp_bench(cfg, settings, clients=args.clients, ops=args.ops, store=args.store, seed=args.seed,
-                        token=read_token(settings.token_env))
-    path = Path(args.out) if args.out else home() / "bench" / f"mcp-{datetime.now():%Y%m%d-%H%M%S}.json"
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(json.dumps(out, indent=2), encoding="utf-8")
-    print(format_mcp_table(out))
-    print(f"\nwritten to {path}")
-    return 0

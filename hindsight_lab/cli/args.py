@@ -1,0 +1,77 @@
+"""What the command-line subcommands share: the config from ``--config FILE`` and ``--set KEY=VALUE``, and the store
+named by ``--store PATH|URL`` — each option defined here once, each command choosing its help text and place.
+
+Examples:
+    >>> import argparse
+    >>> p = argparse.ArgumentParser()
+    >>> add_config(p)
+    >>> load_config(p.parse_args(["--set", "retrieval.top_k=7"])).retrieval.top_k
+    7
+    >>> store_params("http://chroma:8000"), store_params("memory-store")
+    ({'store.url': 'http://chroma:8000'}, {'store.path': 'memory-store'})
+"""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+from typing import Any
+
+from ..config import LabConfig
+from ..errors import HindsightLabError
+
+CONFIG_HELP = "LabConfig YAML file"
+SET_HELP = "dotted config override (repeatable)"
+STORE_HELP = "folder of an embedded store, or a Chroma server URL"
+
+
+def add_set(parser: Any, help: str = SET_HELP) -> None:
+    """``--set KEY=VALUE`` (repeatable) on a parser or argument group."""
+    parser.add_argument("--set", action="append", metavar="KEY=VALUE", help=help)
+
+
+def add_config(parser: Any, help: str = CONFIG_HELP, *, required: bool = False, overrides: bool = True) -> None:
+    """``--config FILE`` and, unless ``overrides=False``, ``--set`` right after it."""
+    parser.add_argument("--config", required=required, help=help)
+    if overrides:
+        add_set(parser)
+
+
+def add_store(parser: Any, help: str = STORE_HELP, *, required: bool = False) -> None:
+    """``--store PATH|URL`` on a parser or argument group."""
+    parser.add_argument("--store", required=required, help=help)
+
+
+def load_config(args: argparse.Namespace) -> LabConfig:
+    """``--config`` (default ``LabConfig()``) with every ``--set`` override applied (values parsed as YAML)."""
+    cfg = LabConfig.from_yaml(args.config) if getattr(args, "config", None) else LabConfig()
+    overrides = set_overrides(args)
+    return cfg.with_params(overrides) if overrides else cfg
+
+
+def set_overrides(args: argparse.Namespace) -> dict[str, Any]:
+    """The ``--set KEY=VALUE`` overrides as ``{dotted key: value parsed as YAML}``, in the order given."""
+    import yaml
+
+    overrides: dict[str, Any] = {}
+    for item in getattr(args, "set", None) or []:
+        key, sep, value = item.partition("=")
+        if not sep:
+            raise HindsightLabError(f"--set {item!r}: expected KEY=VALUE, e.g. retrieval.top_k=10")
+        overrides[key.strip()] = yaml.safe_load(value)
+    return overrides
+
+
+def store_params(store: str | None) -> dict[str, str]:
+    """``--store``: a URL is a Chroma server (``store.url``), anything else a folder (``store.path``)."""
+    if not store:
+        return {}
+    return {"store.url": store} if "://" in store else {"store.path": store}
+
+
+def existing_store(store: str) -> dict[str, str]:
+    """:func:`store_params` of a store that must already be there: a folder that is not one raises."""
+    where = store_params(store)
+    if "store.path" in where and not Path(store).is_dir():
+        raise HindsightLabError(f"--store {store}: no such folder")
+    return where

@@ -1,0 +1,63 @@
+"""``hindsight-lab live`` and ``hindsight-lab lures``: seeded side-by-side tables, one row per seed and system."""
+
+from __future__ import annotations
+
+import argparse
+from typing import Any
+
+from .args import add_config, load_config
+
+
+def add_parser(sub: Any) -> None:
+    live = sub.add_parser("live", help="the live synthetic environment: an agent acts on what each system injects")
+    _seeded_arguments(live, "none,dense,bm25,hindsight", "comma-separated system names",
+                      "comma-separated environment seeds (one run each)")
+    live.add_argument("--tasks", type=int, default=240, help="tasks per run (retries come on top)")
+    live.set_defaults(func=run_live)
+
+    lures = sub.add_parser("lures", help="synthetic lexical lures: does a system inject the right memory before the "
+                                         "lure that bm25 ranks first?")
+    _seeded_arguments(lures, "hindsight", "comma-separated systems compared with bm25",
+                      "comma-separated generator seeds (one set of pairs each)")
+    lures.add_argument("--pairs", type=int, default=60, help="lure pairs per seed")
+    lures.set_defaults(func=run_lures)
+
+
+def _seeded_arguments(parser: argparse.ArgumentParser, systems: str, systems_help: str, seeds_help: str) -> None:
+    """The options of a seeded side-by-side command (``live``, ``lures``)."""
+    parser.add_argument("--systems", default=systems, help=systems_help)
+    parser.add_argument("--seeds", default="0", help=seeds_help)
+    parser.add_argument("--top-k", type=int, default=10, help="shared by every system")
+    parser.add_argument("--out", help="also write the table as CSV")
+    add_config(parser, "LabConfig YAML file for the hindsight system")
+
+
+def _seeded_table(args: argparse.Namespace, build: Any, **formatters: Any) -> int:
+    """Shared by ``live`` and ``lures``: one table row per seed and system (``build(systems, seeds)``), printed and
+    written as CSV with ``--out``."""
+    import pandas as pd
+
+    seeds = [int(s) for s in args.seeds.split(",") if s.strip()]
+    systems = [s.strip() for s in args.systems.split(",") if s.strip()]
+    table = build(systems, seeds)
+    with pd.option_context("display.width", 220, "display.max_columns", 20, "display.float_format", "{:.3f}".format):
+        print(table.to_string(index=False, formatters=formatters or None))
+    if args.out:
+        table.to_csv(args.out, index=False)
+        print(f"table written to {args.out}")
+    return 0
+
+
+def run_live(args: argparse.Namespace) -> int:
+    from ..replay.live import live_table
+
+    return _seeded_table(args, lambda systems, seeds: live_table(
+        systems, seeds=seeds, n_tasks=args.tasks, config=load_config(args), top_k=args.top_k, show_progress=True))
+
+
+def run_lures(args: argparse.Namespace) -> int:
+    from ..replay.lures import lure_table
+
+    whole = "{:.0f}".format  # pair counts (the mean row averages them)
+    return _seeded_table(args, lambda systems, seeds: lure_table(
+        systems, seeds=seeds, n_pairs=args.pairs, config=load_config(args), top_k=args.top_k), pairs=whole, lured=whole)

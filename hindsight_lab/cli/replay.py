@@ -1,0 +1,98 @@
+"""``hindsight-lab replay``: recorded traces through memory systems side by side."""
+
+from __future__ import annotations
+
+import argparse
+from typing import TYPE_CHECKING, Any
+
+from .args import add_config, load_config
+
+if TYPE_CHECKING:
+    from ..replay.report import ReplayReport
+
+
+def add_parser(sub: Any) -> None:
+    replay = sub.add_parser("replay", help="replay recorded traces through memory systems side by side")
+    replay.add_argument("dataset", nargs="+", help="trace file (JSONL, tau-bench, tau2-bench, Reflexion HotpotQA "
+                        "log or LoCoMo JSON) or registered dataset name (hindsight-lab datasets list); several are "
+                        "replayed as one history, in the order given")
+    replay.add_argument("--format", default="auto",
+                        choices=["auto", "jsonl", "tau-bench", "tau2-bench", "reflexion-hotpotqa", "locomo"])
+    replay.add_argument("--systems", default="none,dense,bm25,hindsight", help="comma-separated system names")
+    replay.add_argument("--top-k", type=int, default=10, help="shared by every system (the largest k reported)")
+    replay.add_argument("--limit", type=int, help="keep the first N whole tasks (or conversations)")
+    replay.add_argument("--skip-invalid", action="store_true", help="skip and count invalid JSONL lines")
+    replay.add_argument("--seed", type=int, default=0, help="seed of the bootstrap and randomization tests")
+    replay.add_argument("--baseline-key", choices=["instruction", "request_tools", "summary"],
+                        help="the text the dense and bm25 baselines index (default: request_tools; "
+                        "summary for LoCoMo's conversation turns)")
+    replay.add_argument("--out", help="folder for metrics.json, episodes.csv and the plots, written at the end; "
+                        "meanwhile it holds the resume journal (.replay-journal)")
+    replay.add_argument("--resume", action="store_true",
+                        help="continue the killed replay whose --out DIR this is (same arguments; no journal there: "
+                        "start from scratch)")
+    replay.add_argument("--mlflow", action=argparse.BooleanOptionalAction, default=True,
+                        help="log the replay as an MLflow run (default: on)")
+    replay.add_argument("--mlflow-uri", help="MLflow tracking URI (default: $MLFLOW_TRACKING_URI, else "
+                        "sqlite:///$HINDSIGHT_LAB_HOME/mlflow.db, "
+                        "else ~/.hindsight_lab/mlflow.db)")
+    replay.add_argument("--mlflow-experiment", help="MLflow experiment (default: hindsight-replay)")
+    add_config(replay, "LabConfig YAML file for the hindsight system")
+    replay.set_defaults(func=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    from ..replay.runner import run_replay
+
+    cfg = load_config(args)
+    systems = [s.strip() for s in args.systems.split(",") if s.strip()]
+    report = run_replay(args.dataset, format=args.format, systems=systems, config=cfg, top_k=args.top_k,
+                        limit=args.limit, skip_invalid=args.skip_invalid, show_progress=True, seed=args.seed,
+                        out=args.out, resume=args.resume, baseline_key=args.baseline_key)
+    print_replay(report)
+    if args.resume and not report.metrics["timing"].get("resumed_units"):
+        print(f"--resume: no journal of an unfinished replay in {args.out}: replayed from the start")
+    if args.out:
+        print(f"report written to {args.out}")
+    if args.mlflow:
+        from ..tracking import EXPERIMENT, default_tracking_uri, log_replay
+
+        uri = args.mlflow_uri or default_tracking_uri()
+        run_id = log_replay(report, config=cfg, tracking_uri=uri, experiment=args.mlflow_experiment or EXPERIMENT,
+                            report_dir=args.out)
+        print(f"MLflow run {run_id} in experiment {args.mlflow_experiment or EXPERIMENT!r} at {uri}")
+    return 0
+
+
+def skipped_note(dataset: dict) -> str:
+    """``skipped 2 invalid lines (too_deep: 1, invalid_json: 1)``, or "" when a read skipped nothing."""
+    skipped = dataset.get("skipped")
+    if not skipped:
+        return ""
+    reasons = ", ".join(f"{r}: {n}" for r, n in skipped["by_reason"].items())
+    return f"skipped {skipped['lines']} invalid line{'s' * (skipped['lines'] != 1)} ({reasons})"
+
+
+def print_replay(report: "ReplayReport") -> None:
+    import pandas as pd
+
+    ds = report.metrics["dataset"]
+    print(f"{ds['name']} ({ds['format']}): {ds['n_episodes']} episodes, {report.metrics['judging']['queries']} "
+          f"queries in {report.metrics['judging']['groups']} groups; order: {ds['order']}; clock: {ds['clock']}; "
+          f"top_k {ds['top_k']}, budget {ds['token_budget']} tokens; retrieval effects {ds['retrieval_effects']}")
+    if skipped_note(ds):
+        print(f"read: {skipped_note(ds)}")
+    with pd.option_context("display.width", 220, "display.max_columns", 20):
+        print(report.table().to_string())
+        by_source = report.source_table()
+        if len(by_source):
+            print("\nby source (queries of each file):")
+            print(by_source.to_string(float_format=lambda v: f"{v:.3f}", na_rep="—"))
+    for name, refl in ((n, v) for n, v in report.metrics["systems"].items() if "trigger_rate" in v):
+        print(f"{name}: trigger rate {refl['trigger_rate']:.3f} {refl['trigger_reasons']}, "
+              f"promotions {refl['promotions']}, reuse rate {refl['reuse_rate']:.3f}")
+    timing = dict(report.metrics["timing"])
+    resumed = timing.pop("resumed_units", 0)
+    print("timing (s): " + ", ".join(f"{k} {v:.1f}" for k, v in timing.items()))
+    if resumed:
+        print(f"resumed: {resumed} units taken from the journal")

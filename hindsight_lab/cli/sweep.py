@@ -1,0 +1,91 @@
+"""``hindsight-lab sweep`` (an MLflow-tracked sweep over config fields) and ``hindsight-lab export`` (a tuned config
+for production)."""
+
+from __future__ import annotations
+
+import argparse
+from typing import TYPE_CHECKING, Any
+
+from .args import add_config, add_set, load_config
+
+if TYPE_CHECKING:
+    from ..sweep import SweepResult
+
+
+def add_parser(sub: Any) -> None:
+    sweep = sub.add_parser("sweep", help="MLflow-tracked sweep over config fields (rerank weights first)")
+    sweep.add_argument("spec", help="sweep spec YAML (see experiments/rerank_weights.yaml)")
+    sweep.add_argument("--trials", type=int, help="overrides the spec's trial count")
+    sweep.add_argument("--top", type=int, default=5, help="how many of the best trials to print")
+    sweep.add_argument("--out", help="also write the best config (exported, with provenance) to this YAML file")
+    sweep.add_argument("--baselines", action=argparse.BooleanOptionalAction, default=True,
+                       help="replay none, dense and bm25 on the same splits for the comparison (default: on)")
+    sweep.add_argument("--mlflow", action=argparse.BooleanOptionalAction, default=True,
+                       help="log the sweep (parent run, trial runs, artifacts) to MLflow (default: on)")
+    sweep.add_argument("--mlflow-uri", help="tracking URI (default: the spec's, else $MLFLOW_TRACKING_URI, else the "
+                       "project's store)")
+    sweep.add_argument("--progress", action="store_true", help="tqdm bars for the replays")
+    sweep.set_defaults(func=run_sweep)
+
+    export = sub.add_parser("export", help="write a tuned config for production (behaviour fields + provenance)")
+    source = export.add_mutually_exclusive_group(required=True)
+    source.add_argument("--run-id", help="MLflow run of a sweep (its best config) or of one trial")
+    add_config(source, overrides=False)
+    export.add_argument("-o", "--output", required=True, help="the YAML file to write")
+    add_set(export)
+    export.add_argument("--mlflow-uri", help="tracking URI of --run-id (default: $MLFLOW_TRACKING_URI, else the "
+                        "project's store)")
+    export.set_defaults(func=run_export)
+
+
+def run_sweep(args: argparse.Namespace) -> int:
+    from ..sweep import SweepSpec, run_sweep
+
+    spec = SweepSpec.from_yaml(args.spec)
+    if args.mlflow_uri:
+        spec = spec.model_copy(update={"mlflow": spec.mlflow.model_copy(update={"uri": args.mlflow_uri})})
+    result = run_sweep(spec, trials=args.trials, mlflow=args.mlflow, baselines=args.baselines,
+                       show_progress=args.progress, echo=print)
+    print_sweep(result, args.top)
+    if args.out and result.best_config is not None:
+        from ..export import export_config
+        from ..sweep.run import with_provenance
+
+        export_config(with_provenance(result), args.out)
+        print(f"best config written to {args.out}")
+    return 0
+
+
+def print_sweep(result: "SweepResult", top: int) -> None:
+    import pandas as pd
+
+    obj = result.spec.objective.metric
+    cols = ["number", *result.spec.fields, f"dev.{obj}", f"test.{obj}", "dev.tokens_median"]
+    with pd.option_context("display.width", 200, "display.max_columns", 30, "display.precision", 4):
+        print(f"\ntop {top} of {len(result.trials)} trials (by dev {obj}):")
+        print(result.top(top)[[c for c in cols if c in result.trials]].to_string(index=False))
+        heads = [f"{s}.{m}" for s in ("dev", "test") for m in ("ndcg@5", "hit@5", "recall@10", "tokens_median")]
+        print("\nbase, best and baselines:")
+        print(result.comparison[[c for c in heads if c in result.comparison]].to_string())
+    t = result.timing
+    print(f"\ntiming: load {t['load_s']:.1f} s, replays for the cache {t['capture_s']:.1f} s, evaluation "
+          f"{t['eval_s']:.2f} s ({len(result.trials)} trials), baselines {t['baselines_s']:.1f} s, MLflow "
+          f"{t['mlflow_s']:.1f} s")
+    if result.parent_run_id:
+        print(f"MLflow parent run {result.parent_run_id}; best trial run {result.best_run_id}")
+
+
+def run_export(args: argparse.Namespace) -> int:
+    from .. import __version__
+    from ..config import Provenance
+    from ..export import config_from_run, export_config
+
+    if args.run_id:
+        cfg = config_from_run(args.run_id, tracking_uri=args.mlflow_uri)
+    else:
+        cfg = load_config(args)
+        if cfg.provenance is None:
+            cfg = cfg.model_copy(update={"provenance": Provenance(package_version=__version__)})
+    export_config(cfg, args.output)
+    print(f"exported {len(cfg.behaviour_fields())} behaviour fields to {args.output}")
+    return 0

@@ -1,0 +1,1 @@
+"""Reports: pictures of what an engine computed, kept out of the engine (``conflicts``: a conflict pass in 2-D)."""

@@ -33,8 +33,7 @@ from pydantic import ValidationError as PydanticError
 
 from .datasets.reading import json_lines
 from .errors import MemoryNotFound, TraceFormatError, ValidationError
-from .protocols import BUCKETS
-from .types import Kind, MemoryRecord, Trigger
+from .types import BUCKETS, Bucket, Kind, MemoryRecord, Trigger
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -155,10 +154,10 @@ def record_from_json(data: Any, path: str, line: int) -> tuple[MemoryRecord, np.
 
 # ------------------------------------------------------------------------------------------------------ export/import
 def _all_rows(mem: "MemorySystem", archived: bool = True) -> Iterable[tuple[MemoryRecord, np.ndarray]]:
-    mem._ready()
+    mem.ensure_open()
     mem.flush()
     for bucket in BUCKETS:
-        if bucket == "archive" and not archived:
+        if bucket is Bucket.ARCHIVE and not archived:
             continue
         rows = list(mem.store.scan(bucket, with_embeddings=True))
         yield from sorted(rows, key=lambda r: r[0].id)
@@ -207,7 +206,7 @@ def import_jsonl(mem: "MemorySystem", path: str | Path, *,
     if on_existing not in ("fail", "skip", "replace"):
         raise ValidationError(f"import: on_existing: expected 'fail', 'skip' or 'replace' (got {on_existing!r})")
     rows = read_export(path)
-    mem._ready()
+    mem.ensure_open()
     existing = [rec.id for rec, _, _ in rows if _exists(mem, rec.id)]
     if existing and on_existing == "fail":
         raise ValidationError(f"import {path}: the target already holds {len(existing)} of these ids (e.g. "

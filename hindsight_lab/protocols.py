@@ -7,9 +7,9 @@ from typing import Any, Iterator, Protocol, Sequence, runtime_checkable
 
 import numpy as np
 
-from .types import BUCKETS, Bucket, MemoryRecord
+from .types import Bucket, MemoryRecord
 
-__all__ = ["BUCKETS", "Bucket", "Embedder", "Store"]
+__all__ = ["Embedder", "Store"]
 
 
 @runtime_checkable

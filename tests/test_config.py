@@ -12,7 +12,8 @@ from support import REPO
 def test_defaults_are_the_documented_values():
     cfg = LabConfig()
     w = cfg.retrieval.weights
-    assert w.vector() == (0.5, 0.2, 0.2, 0.05, 0.05, 0.1)
+    assert w.model_dump() == dict(semantic=0.5, lexical=0.2, task_type=0.2, confidence=0.05, recency=0.05,
+                                  redundancy=0.1)
     assert cfg.retrieval.min_relative_score == 0.0 and cfg.reflect.triggers.every_episode is False
     r = cfg.retrieval
     assert (r.top_k, r.path_depth, r.min_similarity, r.max_triggered, r.token_budget,
@@ -154,14 +155,3 @@ def test_with_params_refuses_server_keys_and_names_their_new_place():
                                               r"\.ServerConfig.*serve --set"):
             LabConfig().with_params({key: value})
     assert "server" not in LabConfig().to_dict() and not any(k.startswith("server") for k in LabConfig.describe())
-
-
-def test_server_config_from_the_config_package_warns_and_is_the_servers(monkeypatch):
-    import hindsight_lab.config as config_package
-    from hindsight_lab.server.config import ServerConfig
-
-    monkeypatch.delitem(vars(config_package), "ServerConfig", raising=False)  # the shim caches it after one lookup
-    with pytest.warns(DeprecationWarning, match="moved to hindsight_lab.server.config.ServerConfig"):
-        assert config_package.ServerConfig is ServerConfig
-    with pytest.raises(AttributeError, match="no attribute 'NoSuchConfig'"):
-        config_package.NoSuchConfig  # noqa: B018

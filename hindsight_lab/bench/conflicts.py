@@ -14,6 +14,8 @@ from __future__ import annotations
 import time
 from typing import Any
 
+from ..types import Bucket
+
 TARGET_CLUSTER_S = 10.0
 
 
@@ -29,7 +31,7 @@ def run_conflict_bench(n: int, *, model: str = "all-MiniLM-L6-v2", seed: int = 0
     t0 = time.perf_counter()
     x = embedder.embed([r.content for r in records])
     embed_s = time.perf_counter() - t0
-    plan = scan(records, ["rule"] * len(records), x, LabConfig())
+    plan = scan(records, [Bucket.RULE] * len(records), x, LabConfig())
     summary = plan.summary()
     return {"rules": len(records), "model": embedder.name(), "embed_s": embed_s, **{f"{k}_s": v for k, v in
             summary["seconds"].items()}, "clusters": summary["clusters"], "noise": summary["noise"],

@@ -127,7 +127,7 @@ async def _run_clients(url: str, clients: list[_Client], token: str | None) -> N
 
 def _stored_ids(cfg: LabConfig, namespaces: list[str]) -> dict[str, set[str]]:
     """Every record id in each namespace, read from the store after the server stopped."""
-    from ..protocols import BUCKETS
+    from ..types import BUCKETS
     from ..store.chroma import ChromaStore, make_client
 
     client = make_client(path=cfg.store.path, url=cfg.store.url)

@@ -37,6 +37,7 @@ import numpy as np
 
 from .._env import home
 from ..errors import ConfigError
+from ..types import Bucket
 from .corpus import CORPUS_SEED, GENERATOR_VERSION, LookupEmbedder, corpus_embeddings, generate, make_episode
 
 logger = logging.getLogger(__name__)
@@ -97,7 +98,7 @@ def search_worker(spec: dict[str, Any]) -> dict[str, Any]:
     t0 = time.perf_counter()
     mem = MemorySystem(_config(Path(spec["store"]), spec["model"])).open()
     open_s = time.perf_counter() - t0
-    col = mem.store.client.get_collection(mem.store.collection_name("episode"), embedding_function=None)
+    col = mem.store.client.get_collection(mem.store.collection_name(Bucket.EPISODE), embedding_function=None)
 
     def raw(q: str) -> tuple[list[str], np.ndarray]:
         v = mem.embedder.embed_query(q)

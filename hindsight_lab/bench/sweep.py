@@ -14,12 +14,11 @@ from pathlib import Path
 from typing import Any
 
 DEFAULT_DATASET = "tau-bench-airline-dev"
-WEIGHTS = ("semantic", "lexical", "task_type", "confidence", "recency", "redundancy")
 
 
 def run_sweep_bench(dataset: str | Path, *, fmt: str = "auto", configs: int = 1000, seed: int = 0) -> dict[str, Any]:
     """Time one full replay of the default config, the cache replay and ``configs`` random weight configs."""
-    from ..config import LabConfig
+    from ..config import LabConfig, WeightsConfig
     from ..datasets.registry import resolve
     from ..embed import make_embedder
     from ..replay.runner import run_replay
@@ -41,7 +40,7 @@ def run_sweep_bench(dataset: str | Path, *, fmt: str = "auto", configs: int = 10
         spec = SweepSpec.from_dict({
             "name": "bench", "datasets": [{"path": str(dataset), "format": fmt}], "sampler": "random",
             "trials": configs, "batch_size": configs, "seed": seed,
-            "space": {f"retrieval.weights.{w}": {"low": 0.0, "high": 1.0} for w in WEIGHTS},
+            "space": {f"retrieval.weights.{w}": {"low": 0.0, "high": 1.0} for w in WeightsConfig.model_fields},
             "mlflow": {"uri": f"sqlite:///{Path(tmp) / 'mlflow.db'}", "experiment": "bench"}}, folder=tmp)
         result = run_sweep(spec, embedder=embedder, baselines=False)
     t = result.timing

@@ -142,7 +142,8 @@ def _judge_file(args: argparse.Namespace) -> int:
     for flag in ("png", "out", "all"):
         if getattr(args, flag):
             raise ConfigError(f"--{flag.replace('_', '-')} goes with --store, not --pairs")
-    from ..conflicts.pairs import judge_pairs, load_pairs, scores, write_predictions
+    from ..conflicts.pairs import judge_pairs, scores, write_predictions
+    from ..datasets.conflict_pairs import load_pairs
     from ..conflicts.scan import make_judge
     from ..datasets.registry import resolve
 

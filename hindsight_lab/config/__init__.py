@@ -18,9 +18,6 @@ Examples:
 
 from __future__ import annotations
 
-import warnings
-from typing import Any
-
 from .base import (
     RECALL,
     REFLECT,
@@ -54,18 +51,3 @@ __all__ = [
     "affects", "describe_validation_error", "env_var_name", "read_yaml_mapping", "shown_env_name",
 ]
 
-
-def __getattr__(name: str) -> Any:
-    """``hindsight_lab.config.ServerConfig`` for one release, with a ``DeprecationWarning`` naming its new place.
-
-    The one import of the server from the config package, inside this function so that importing the config
-    never imports the server; it goes with the shim.
-    """
-    if name == "ServerConfig":
-        warnings.warn("hindsight_lab.config.ServerConfig moved to hindsight_lab.server.config.ServerConfig",
-                      DeprecationWarning, stacklevel=2)
-        from ..server.config import ServerConfig
-
-        globals()["ServerConfig"] = ServerConfig  # warned once: later lookups find the name itself
-        return ServerConfig
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -10,7 +10,8 @@ from .base import RECALL, Section, affects
 
 
 class WeightsConfig(Section):
-    """Rerank weights: ``w1·semantic + w2·lexical + w3·task_type + w4·confidence + w5·recency − w6·redundancy``."""
+    """Rerank weights, one per term of the rerank under the term's name (:mod:`hindsight_lab.retrieve.rerank`):
+    ``w1·semantic + w2·lexical + w3·task_type + w4·confidence + w5·recency − w6·redundancy``."""
 
     semantic: float = Field(0.5, ge=0, json_schema_extra=affects(RECALL))
     """w1: cosine similarity to the query, clipped to [0, 1]."""
@@ -24,10 +25,6 @@ class WeightsConfig(Section):
     """w5: ``0.5 ** (age / half_life)``, age from last_confirmed_at else created_at."""
     redundancy: float = Field(0.1, ge=0, json_schema_extra=affects(RECALL))
     """w6: penalty on the highest similarity to a record already selected (greedy, MMR-style)."""
-
-    def vector(self) -> tuple[float, ...]:
-        """``(w1, …, w6)`` in the rerank's order."""
-        return (self.semantic, self.lexical, self.task_type, self.confidence, self.recency, self.redundancy)
 
 
 class ClassifierConfig(Section):

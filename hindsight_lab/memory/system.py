@@ -119,8 +119,6 @@ class MemorySystem:
             self.open()
         return self
 
-    _ready = ensure_open
-
     def _now(self, now: datetime | None) -> datetime:
         return now or (self.clock() if self.clock else utcnow())
 

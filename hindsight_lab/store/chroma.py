@@ -20,7 +20,7 @@ import numpy as np
 
 from .._env import set_offline_defaults
 from ..errors import EmbeddingModelMismatch, StoreError
-from ..types import BUCKETS
+from ..types import BUCKETS, Bucket
 from ..types import MemoryRecord
 from .codec import from_row, to_metadata
 from .guard import StoreGuard, probe
@@ -32,7 +32,7 @@ if TYPE_CHECKING:
 logger = logging.getLogger(__name__)
 
 T = TypeVar("T")
-_PLURAL = {"episode": "episodes", "candidate": "candidates", "rule": "rules", "archive": "archive"}
+_PLURAL = {Bucket.EPISODE: "episodes", Bucket.CANDIDATE: "candidates", Bucket.RULE: "rules", Bucket.ARCHIVE: "archive"}
 _SCAN_BATCH = 5000
 
 

@@ -9,7 +9,8 @@ import pytest
 
 from hindsight_lab.conflicts.claims import analyse
 from hindsight_lab.conflicts.detect import OfflineDetector
-from hindsight_lab.conflicts.pairs import judge_pairs, load_pairs, scores
+from hindsight_lab.conflicts.pairs import judge_pairs, scores
+from hindsight_lab.datasets.conflict_pairs import load_pairs
 from hindsight_lab.conflicts.text import stem
 from support import shared_dataset
 

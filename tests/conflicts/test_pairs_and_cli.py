@@ -11,7 +11,7 @@ import pytest
 
 from hindsight_lab import LabConfig, MemorySystem, TraceFormatError
 from hindsight_lab.cli import main
-from hindsight_lab.conflicts.pairs import load_pairs
+from hindsight_lab.datasets.conflict_pairs import load_pairs
 from support import T0, shared_dataset
 
 GOOD = {"id": "p1", "task_type": "t", "rule_a": "Call a_x before b_y.", "rule_b": "Call b_y first, then a_x.",

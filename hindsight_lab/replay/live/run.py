@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import Any, Sequence
 
 from ...datasets.synthetic import TASK_TYPES
+from ...types import Kind
 from .agent import plan_calls
 from .env import LiveEnv, LiveTask
 from .report import LiveReport
@@ -48,7 +49,7 @@ def _retired(system: Any) -> list[str]:
                                          if (r.attrs or {}).get("retired_by") and r.source_episode_ids)
 
 
-def _lucky_sources(system: Any, lucky: set[str], kind: str) -> dict[str, list[str]]:
+def _lucky_sources(system: Any, lucky: set[str], kind: Kind) -> dict[str, list[str]]:
     mem = getattr(system, "mem", None)
     if mem is None or not lucky:
         return {}
@@ -106,8 +107,8 @@ def run_live(systems_names: Sequence[str], *, n_tasks: int, seed: int = 0, confi
             for s in systems:
                 report.retired[s.name] = _retired(s)
                 lucky = set(report.lucky_ids.get(s.name, []))
-                report.lucky_in_l3[s.name] = _lucky_sources(s, lucky, "rule")
-                report.lucky_in_l2[s.name] = _lucky_sources(s, lucky, "candidate")
+                report.lucky_in_l3[s.name] = _lucky_sources(s, lucky, Kind.RULE)
+                report.lucky_in_l2[s.name] = _lucky_sources(s, lucky, Kind.CANDIDATE)
         finally:
             for s in systems:
                 s.close()

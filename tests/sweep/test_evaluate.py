@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 from support import shared_dataset
 
-from hindsight_lab.config import LabConfig
+from hindsight_lab.config import LabConfig, WeightsConfig
 from hindsight_lab.replay.report import METRICS
 from hindsight_lab.replay.runner import run_replay
 from hindsight_lab.sweep.cache import capture, load_episode_data
@@ -16,11 +16,11 @@ TAU = "tau-bench/gpt-4o-airline.dev.json"
 
 
 def _random_config(rng: np.random.Generator) -> LabConfig:
-    w = rng.random(6)
+    """Random values of every fast field; every rerank weight by name, so a new term is drawn too."""
+    names = list(WeightsConfig.model_fields)
+    w = rng.random(len(names))
     return LabConfig().with_params({
-        "retrieval.weights.semantic": float(w[0]), "retrieval.weights.lexical": float(w[1]),
-        "retrieval.weights.task_type": float(w[2]), "retrieval.weights.confidence": float(w[3]),
-        "retrieval.weights.recency": float(w[4]), "retrieval.weights.redundancy": float(w[5]),
+        **{f"retrieval.weights.{name}": float(v) for name, v in zip(names, w)},
         "retrieval.min_relative_score": float(rng.choice([0.0, 0.6, 0.8])),
         "retrieval.recency_half_life_days": float(rng.choice([3.0, 30.0])),
         "retrieval.token_budget": int(rng.choice([300, 1500])),

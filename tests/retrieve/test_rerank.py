@@ -8,17 +8,22 @@ import pytest
 from hindsight_lab.retrieve.params import ParamBatch, RerankParams
 from hindsight_lab.retrieve.rerank import COLUMNS, PENALTY, TERMS, recency, rerank, rerank_many
 
-W = (0.2, 0.0, 0.3, 0.3, 0.1, 0.1)  # semantic, lexical, task_type, confidence, recency, redundancy
+W = dict(semantic=0.2, lexical=0.0, task_type=0.3, confidence=0.3, recency=0.1, redundancy=0.1)
 
 
-def P(weights: tuple[float, ...] = W, **kw: float) -> RerankParams:
-    """Parameters with the weights given in term order, then the penalty (no score floor unless given)."""
-    return RerankParams(dict(zip(TERMS + (PENALTY,), weights)), **kw)
+def P(weights: dict[str, float] = W, **kw: float) -> RerankParams:
+    """Parameters with the weights given by name, 0 for any other term (no score floor unless given)."""
+    return RerankParams({n: weights.get(n, 0.0) for n in TERMS + (PENALTY,)}, **kw)
+
+
+def named(*rows: dict[str, float]) -> np.ndarray:
+    """Feature rows given by term name, 0 for any other term."""
+    return np.array([[r.get(n, 0.0) for n in TERMS] for r in rows]).reshape(len(rows), len(TERMS))
 
 
 def f(*rows: list[float]) -> np.ndarray:
     """Feature rows written as (semantic, task_type, confidence, recency), with a lexical feature of 0."""
-    return np.array([[r[0], 0.0, *r[1:]] for r in rows])
+    return named(*(dict(semantic=r[0], task_type=r[1], confidence=r[2], recency=r[3]) for r in rows))
 
 
 def test_weighted_sum_by_hand():
@@ -27,14 +32,14 @@ def test_weighted_sum_by_hand():
     res = rerank(feats, np.eye(2), P(), top_k=2)
     assert res.order == [1, 0]
     assert res.terms[:, COLUMNS.index("total")] == pytest.approx([0.68, 0.47])
-    assert res.terms[0, :5] == pytest.approx(feats[1])
+    assert res.terms[0, :len(TERMS)] == pytest.approx(feats[1])
 
 
 def test_lexical_term_can_outrank_semantic():
-    feats = np.array([[0.6, 0.1, 0, 0.5, 1.0],    # a paraphrase: close in meaning, few shared words
-                      [0.5, 1.0, 0, 0.5, 1.0]])   # shares the rare words of the query (a code, a name)
+    feats = named(dict(semantic=0.6, lexical=0.1, confidence=0.5, recency=1.0),  # a paraphrase: few shared words
+                  dict(semantic=0.5, lexical=1.0, confidence=0.5, recency=1.0))  # shares the rare words of the query
     assert rerank(feats, np.eye(2), P(), top_k=2).order == [0, 1]  # lexical weight 0: meaning wins
-    res = rerank(feats, np.eye(2), P((0.5, 0.3, 0, 0, 0, 0)), top_k=2)
+    res = rerank(feats, np.eye(2), P(dict(semantic=0.5, lexical=0.3)), top_k=2)
     assert res.order == [1, 0]
     assert res.terms[:, COLUMNS.index("total")] == pytest.approx([0.55, 0.33])
 
@@ -42,12 +47,12 @@ def test_lexical_term_can_outrank_semantic():
 def test_redundancy_penalty_is_greedy():
     feats = f([0.9, 1, 0.8, 1.0], [0.89, 1, 0.8, 1.0], [0.6, 1, 0.8, 1.0])
     sim = np.array([[1.0, 0.99, 0.1], [0.99, 1.0, 0.1], [0.1, 0.1, 1.0]])
-    res = rerank(feats, sim, P((0.2, 0, 0.3, 0.3, 0.1, 0.5)), top_k=2)
+    res = rerank(feats, sim, P(W | dict(redundancy=0.5)), top_k=2)
     # item 1 is nearly a copy of item 0: 0.858 - 0.5*0.99 < 0.80 - 0.5*0.1
     assert res.order == [0, 2]
     assert res.terms[1, COLUMNS.index("redundancy")] == pytest.approx(0.1)
     # negative control: without the penalty the near-copy wins the second slot
-    assert rerank(feats, sim, P((0.2, 0, 0.3, 0.3, 0.1, 0.0)), top_k=2).order == [0, 1]
+    assert rerank(feats, sim, P(W | dict(redundancy=0.0)), top_k=2).order == [0, 1]
 
 
 def test_forced_candidates_keep_their_place_and_min_score():
@@ -65,7 +70,7 @@ def test_forced_candidates_keep_their_place_and_min_score():
 
 
 def test_empty_and_recency():
-    assert rerank(np.zeros((0, 5)), np.zeros((0, 0)), P(), top_k=5).order == []
+    assert rerank(np.zeros((0, len(TERMS))), np.zeros((0, 0)), P(), top_k=5).order == []
     assert recency(np.array([0.0, 14.0, 28.0, -3.0]), 14.0) == pytest.approx([1.0, 0.5, 0.25, 1.0])
 
 

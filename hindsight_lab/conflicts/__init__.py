@@ -10,7 +10,5 @@ The memory applies a plan (:mod:`hindsight_lab.memory.maintain`); flagged rivals
   ``scan``: one pass as a plan; ``pairs``: judging labelled pairs. The commands live in
   :mod:`hindsight_lab.cli.conflicts`, the bench in :mod:`hindsight_lab.bench.conflicts`, the picture in
   :mod:`hindsight_lab.report.conflicts`.
-- ``synthetic``: deprecated, for one release: the planted contradictions moved to
-  :mod:`hindsight_lab.datasets.synthetic.rules`.
-- ``plot``: deprecated, for one release: moved to :mod:`hindsight_lab.report.conflicts`.
+The planted contradictions of the synthetic benchmark are :mod:`hindsight_lab.datasets.synthetic.rules`.
 """

@@ -42,16 +42,3 @@ def test_generator_is_deterministic_and_groups_do_not_collide():
     assert [r.content for r in a] == [r.content for r in b] and pa == pb
     assert [r.content for r in planted_rules(12, seed=4)[0]] != [r.content for r in a]
     assert len({r.id for r in a}) == 48 and {r.attrs["kind"] for r in a} == {"order", "tool", "negation", "quantity"}
-
-
-def test_old_module_path_still_works_for_one_release_with_a_deprecation_warning():
-    import importlib
-    import sys
-
-    import hindsight_lab.datasets.synthetic.rules as rules
-
-    sys.modules.pop("hindsight_lab.conflicts.synthetic", None)
-    with pytest.warns(DeprecationWarning, match="hindsight_lab.datasets.synthetic.rules"):
-        old = importlib.import_module("hindsight_lab.conflicts.synthetic")
-    assert old.planted_rules is rules.planted_rules and old.evaluate_plan is rules.evaluate_plan
-    assert old.TASK_TYPES == rules.RULE_TASK_TYPES and old.KINDS == rules.KINDS

@@ -218,18 +218,27 @@ def numeric_leaves(data: Mapping[str, Any], prefix: str = "") -> dict[str, float
 # ---------------------------------------------------------------------- replays
 def replay_metrics(metrics: Mapping[str, Any]) -> dict[str, float]:
     """MLflow metrics of a replay's ``metrics.json``: ``<system>.<metric>`` for every number in ``systems``,
-    ``.ci_low``/``.ci_high`` from ``intervals``, ``.p_vs_<reference>`` from ``tests``, ``judging.*`` and
-    ``timing.*``."""
-    out = {metric_key(k): v for k, v in numeric_leaves(metrics["systems"]).items()}
-    for name, per_metric in metrics.get("intervals", {}).items():
-        for m, (_, low, high) in per_metric.items():
-            out[metric_key(f"{name}.{m}.ci_low")], out[metric_key(f"{name}.{m}.ci_high")] = low, high
-    ref = metrics.get("reference", "hindsight")
-    for name, per_metric in metrics.get("tests", {}).items():
-        for m, p in per_metric.items():
-            out[metric_key(f"{name}.{m}.p_vs_{ref}")] = p
+    ``.ci_low``/``.ci_high`` from ``intervals``, ``.p_vs_<reference>`` from ``tests`` (the ``repeat`` mode), the
+    same under ``<mode>.`` for every other judging mode with queries (``transfer.hindsight.ndcg_at_5``), with
+    ``<mode>.queries``, then ``judging.*`` and ``timing.*``."""
+    out = _mode_metrics(metrics, "", metrics.get("reference", "hindsight"))
+    for mode, cell in metrics.get("modes", {}).items():
+        out[metric_key(f"{mode}.queries")] = cell.get("queries", 0)
+        if cell.get("queries"):
+            out.update(_mode_metrics(cell, f"{mode}.", metrics.get("reference", "hindsight")))
     for section in ("judging", "timing"):
         out.update({metric_key(k): v for k, v in numeric_leaves(metrics.get(section, {}), section + ".").items()})
+    return out
+
+
+def _mode_metrics(part: Mapping[str, Any], prefix: str, ref: str) -> dict[str, float]:
+    out = {metric_key(prefix + k): v for k, v in numeric_leaves(part["systems"]).items()}
+    for name, per_metric in part.get("intervals", {}).items():
+        for m, (_, low, high) in per_metric.items():
+            out[metric_key(f"{prefix}{name}.{m}.ci_low")], out[metric_key(f"{prefix}{name}.{m}.ci_high")] = low, high
+    for name, per_metric in part.get("tests", {}).items():
+        for m, p in per_metric.items():
+            out[metric_key(f"{prefix}{name}.{m}.p_vs_{ref}")] = p
     return out
 
 

@@ -18,7 +18,9 @@ def add_parser(sub: Any) -> None:
                         "replayed as one history, in the order given")
     replay.add_argument("--format", default="auto",
                         choices=["auto", "jsonl", "tau-bench", "tau2-bench", "reflexion-hotpotqa", "locomo"])
-    replay.add_argument("--systems", default="none,dense,bm25,hindsight", help="comma-separated system names")
+    replay.add_argument("--systems", default="none,dense,bm25,dense+ok,bm25+ok,hindsight",
+                        help="comma-separated system names (dense+ok, bm25+ok: the baselines over successful "
+                        "episodes only)")
     replay.add_argument("--top-k", type=int, default=10, help="shared by every system (the largest k reported)")
     replay.add_argument("--limit", type=int, help="keep the first N whole tasks (or conversations)")
     replay.add_argument("--skip-invalid", action="store_true", help="skip and count invalid JSONL lines")
@@ -73,6 +75,11 @@ def skipped_note(dataset: dict) -> str:
     return f"skipped {skipped['lines']} invalid line{'s' * (skipped['lines'] != 1)} ({reasons})"
 
 
+#: What each judging mode asks, as the table headings say it.
+MODE_QUESTION = {"transfer": "first runs of a task, judged by earlier runs of other tasks of its type",
+                 "outcome": "queries whose task succeeded before, judged by what worked"}
+
+
 def print_replay(report: "ReplayReport") -> None:
     import pandas as pd
 
@@ -83,7 +90,15 @@ def print_replay(report: "ReplayReport") -> None:
     if skipped_note(ds):
         print(f"read: {skipped_note(ds)}")
     with pd.option_context("display.width", 220, "display.max_columns", 20):
+        print("repeat (queries whose task ran before):")
         print(report.table().to_string())
+        for mode in report.modes()[1:]:
+            cell = report.metrics["modes"][mode]
+            print(f"\n{mode} ({MODE_QUESTION[mode]}; {cell['queries']} queries in {cell['groups']} groups):")
+            print(report.table(mode=mode).to_string())
+        absent = [m for m, cell in report.metrics.get("modes", {}).items() if not cell.get("queries")]
+        if absent:
+            print(f"\n{', '.join(absent)}: n/a (no query of that kind in this replay)")
         by_source = report.source_table()
         if len(by_source):
             print("\nby source (queries of each file):")

@@ -13,6 +13,7 @@ import numpy as np
 
 from ..errors import NothingToDo
 from ..metrics import Judgements, aggregate, bootstrap_ci, evaluate, hit_rate, paired_randomization_test
+from ..metrics.modes import MODES
 from .engine import ReplayRun
 
 if TYPE_CHECKING:
@@ -36,6 +37,8 @@ class ReplayReport:
     per_episode: "pd.DataFrame"
     run: ReplayRun
     judgements: Judgements = field(repr=False)
+    mode_episodes: dict[str, "pd.DataFrame"] = field(default_factory=dict, repr=False)
+    """The per-episode table of every other judging mode with queries (``transfer``, ``outcome``)."""
 
     @property
     def systems(self) -> list[str]:
@@ -54,20 +57,28 @@ class ReplayReport:
             frame = frame[[*[m for m in metrics if m in frame], "tokens_median", "queries"]]
         return frame
 
-    def table(self, metrics: Sequence[str] = HEADLINE) -> "pd.DataFrame":
-        """Systems × metrics, each cell ``mean [low, high]`` where an interval was computed."""
+    def modes(self) -> list[str]:
+        """The judging modes with queries in this replay, ``repeat`` first."""
+        return ["repeat"] + [m for m, cell in self.metrics.get("modes", {}).items() if cell.get("queries")]
+
+    def table(self, metrics: Sequence[str] = HEADLINE, mode: str = "repeat") -> "pd.DataFrame":
+        """Systems × metrics of a judging mode, each cell ``mean [low, high]`` where an interval was computed."""
         import pandas as pd
 
+        part = self.metrics if mode == "repeat" else self.metrics.get("modes", {}).get(mode, {})
+        if "systems" not in part:
+            raise ValueError(f"judging mode {mode!r} has no queries in this replay (modes with queries: "
+                             f"{', '.join(self.modes())})")
         rows = {}
-        for name, values in self.metrics["systems"].items():
+        for name, values in part["systems"].items():
             row = {}
             for m in metrics:
-                ci = self.metrics["intervals"].get(name, {}).get(m)
+                ci = part["intervals"].get(name, {}).get(m)
                 row[m] = f"{values[m]:.3f} [{ci[1]:.3f}, {ci[2]:.3f}]" if ci else f"{values[m]:.3f}"
             for extra in ("r_precision", "hit_rate", "oracle_hit@10", "tokens_median", "tokens_p95"):
                 if extra in values:
                     row[extra] = round(values[extra], 3) if isinstance(values[extra], float) else values[extra]
-            p = self.metrics["tests"].get(name, {}).get(metrics[0])
+            p = part["tests"].get(name, {}).get(metrics[0])
             if p is not None:
                 row[f"p({metrics[0]} vs hindsight)"] = round(p, 4)
             rows[name] = row
@@ -123,7 +134,8 @@ class ReplayReport:
         return ax
 
     def save(self, folder: str | Path) -> Path:
-        """Write ``metrics.json``, ``episodes.csv`` and the four plots as PNG files."""
+        """Write ``metrics.json``, ``episodes.csv`` (the ``repeat`` queries; ``episodes_<mode>.csv`` for every other
+        judging mode with queries) and the four plots as PNG files."""
         import matplotlib
 
         matplotlib.use("Agg", force=False)
@@ -133,6 +145,8 @@ class ReplayReport:
         folder.mkdir(parents=True, exist_ok=True)
         (folder / "metrics.json").write_text(json.dumps(self.metrics, indent=2, default=str), encoding="utf-8")
         self.per_episode.to_csv(folder / "episodes.csv", index=False)
+        for mode, frame in self.mode_episodes.items():
+            frame.to_csv(folder / f"episodes_{mode}.csv", index=False)
         for name in PLOTS:
             fig, ax = plt.subplots(figsize=(8, 4))
             getattr(self, f"plot_{name}")(ax=ax)
@@ -142,10 +156,16 @@ class ReplayReport:
         return folder
 
 
-def judge(run: ReplayRun, judgements: Judgements, dataset: Mapping[str, Any], *,
+def judge(run: ReplayRun, judgements: Judgements | Mapping[str, Judgements], dataset: Mapping[str, Any], *,
           metrics: Sequence[str] = METRICS, reference: str = "hindsight", seed: int = 0,
           n_resamples: int = 2000, sources: Mapping[str, str] | None = None) -> ReplayReport:
     """Score every system's injected lists with the same judgements; intervals resample whole groups.
+
+    ``judgements`` is one :class:`~hindsight_lab.metrics.Judgements` (the ``repeat`` mode), or one per judging mode
+    (:mod:`hindsight_lab.metrics.modes`), ``repeat`` among them. The ``repeat`` figures are the top level of
+    ``metrics`` (``systems``, ``intervals``, ``tests``), as always; every other mode's go to
+    ``metrics["modes"][mode]``, or ``{"queries": 0, "status": "n/a"}`` when it has no query on this dataset (or
+    none was judged: LoCoMo's explicit labels are ``repeat`` only).
 
     ``sources`` (episode id → the file it came from) adds a ``source`` column to the per-episode table and, when
     the episodes come from more than one file, ``metrics["by_source"]``: per file and system, the headline
@@ -153,50 +173,66 @@ def judge(run: ReplayRun, judgements: Judgements, dataset: Mapping[str, Any], *,
     """
     import pandas as pd
 
-    qset = list(judgements.query_ids)
-    if not qset:
+    by_mode = {"repeat": judgements} if isinstance(judgements, Judgements) else dict(judgements)
+    repeat = by_mode.pop("repeat")
+    if not repeat.query_ids:
         raise NothingToDo(EMPTY_QUERY_SET)
+    args = dict(metrics=metrics, reference=reference, seed=seed, n_resamples=n_resamples)
+    scored = _score(run, repeat, sources=sources, **args)
+    metrics_json = {"dataset": dict(dataset), "systems": scored.systems, "intervals": scored.intervals,
+                    "tests": scored.tests, "timing": run.timing, "reference": reference,
+                    "judging": {"queries": len(scored.qset), "groups": len(set(scored.groups.values())),
+                                "seed": seed, "n_resamples": n_resamples}}
+    by_source = _by_source(scored.per_query, scored.qset, sources or {}, scored.rows)
+    if by_source:
+        metrics_json["by_source"] = by_source
+    modes: dict[str, Any] = {}
+    frames = {}
+    for mode in MODES[1:]:
+        judged = by_mode.get(mode)
+        if judged is None or not judged.query_ids:
+            modes[mode] = {"queries": 0, "status": "n/a"}
+            continue
+        other = _score(run, judged, sources=sources, **args)
+        modes[mode] = {"queries": len(other.qset), "groups": len(set(other.groups.values())),
+                       "systems": other.systems, "intervals": other.intervals, "tests": other.tests}
+        frames[mode] = pd.DataFrame(other.rows)
+    metrics_json["modes"] = modes
+    return ReplayReport(metrics_json, pd.DataFrame(scored.rows), run, repeat, mode_episodes=frames)
+
+
+@dataclass
+class _Scored:
+    """One judging mode's figures: per system, per query, the rows of the per-episode table."""
+
+    qset: list[str]
+    systems: dict[str, Any]
+    per_query: dict[str, dict[str, dict[str, float]]]
+    groups: dict[str, str]
+    rows: list[dict[str, Any]]
+    intervals: dict[str, Any]
+    tests: dict[str, dict[str, float]]
+
+
+def _score(run: ReplayRun, judgements: Judgements, *, metrics: Sequence[str], reference: str, seed: int,
+           n_resamples: int, sources: Mapping[str, str] | None) -> _Scored:
+    qset = list(judgements.query_ids)
     n_rel = {q: judgements.n_relevant(q) for q in qset}
     kmax = max(int(m.split("@")[1]) for m in metrics if "@" in m)
     ideals = {q: judgements.ideal(q, kmax) for q in qset}
     systems: dict[str, Any] = {}
     per_query: dict[str, dict[str, dict[str, float]]] = {}
     groups: dict[str, str] = {}
-    rows = []
+    rows: list[dict[str, Any]] = []
     by_system: dict[str, list[Any]] = {}
     for rec in run.queries:
         by_system.setdefault(rec.system, []).append(rec)
     for name in run.systems:
         recs = [r for r in by_system.get(name, []) if r.query_id in n_rel]
-        grades, credits, store_rel, injected_grades, tokens, oracle = {}, {}, {}, {}, {}, {}
+        per_query[name], systems[name], tokens = _score_system(run, name, recs, judgements, qset, n_rel, ideals,
+                                                               metrics)
         for r in recs:
-            judged = judgements.judge_list(r.query_id, r.injected)
-            grades[r.query_id], credits[r.query_id] = list(judged.grades), list(judged.relevant_credits)
-            injected_grades[r.query_id] = list(judged.grades)
-            stored = r.stored or []
-            store_rel[r.query_id] = judgements.n_store_relevant(r.query_id, stored)
-            oracle[r.query_id] = float(store_rel[r.query_id] > 0)
-            tokens[r.query_id] = sum(i.tokens for i in r.injected)
             groups[r.query_id] = r.group or r.query_id
-        values = evaluate(grades, ideals, n_rel, metrics, credits=credits, n_store_relevant=store_rel)
-        values["oracle_hit@10"] = {q: oracle.get(q, 0.0) for q in qset}
-        per_query[name] = values
-        summary = aggregate(values)
-        rate = hit_rate(injected_grades)
-        tok = np.array([tokens.get(q, 0) for q in qset], dtype=float)
-        summary.update(hit_rate=rate.rate, empty_queries=rate.empty_queries, queries=len(qset),
-                       tokens_median=float(np.median(tok)), tokens_p95=float(np.percentile(tok, 95)),
-                       latency_p50_ms=float(np.median([r.latency_s for r in recs]) * 1000) if recs else 0.0)
-        if name in run.reflection:
-            refl = run.reflection[name]
-            summary.update(trigger_rate=refl["trigger_rate"], reflections=refl["reflections"],
-                           promotions=refl["promotions"], trigger_reasons=refl["decisions"])
-            summary["reuse_rate"] = _reuse_rate(run, name)
-        bad = [m for m, v in summary.items() if isinstance(v, float) and math.isnan(v)]
-        if bad:
-            raise ValueError(f"system {name!r}: NaN metrics {bad}")
-        systems[name] = summary
-        for r in recs:
             row = {"system": name, "query_id": r.query_id, "order": r.order, "at": r.at, "group": r.group,
                    "injected": len(r.injected), "tokens": tokens[r.query_id], "latency_ms": r.latency_s * 1000,
                    "kinds": "+".join(i.kind for i in r.injected)}
@@ -213,14 +249,39 @@ def judge(run: ReplayRun, judgements: Judgements, dataset: Mapping[str, Any], *,
                 tests[name] = {m: paired_randomization_test(per_query[name][m], per_query[reference][m], groups,
                                                             seed=seed)
                                for m in HEADLINE if m in per_query[name]}
-    metrics_json = {"dataset": dict(dataset), "systems": systems, "intervals": intervals, "tests": tests,
-                    "timing": run.timing, "reference": reference,
-                    "judging": {"queries": len(qset), "groups": len(set(groups.values())), "seed": seed,
-                                "n_resamples": n_resamples}}
-    by_source = _by_source(per_query, qset, sources or {}, rows)
-    if by_source:
-        metrics_json["by_source"] = by_source
-    return ReplayReport(metrics_json, pd.DataFrame(rows), run, judgements)
+    return _Scored(qset, systems, per_query, groups, rows, intervals, tests)
+
+
+def _score_system(run: ReplayRun, name: str, recs: Sequence[Any], judgements: Judgements, qset: Sequence[str],
+                  n_rel: Mapping[str, int], ideals: Mapping[str, list[int]], metrics: Sequence[str]
+                  ) -> tuple[dict[str, dict[str, float]], dict[str, Any], dict[str, int]]:
+    """One system's per-query values, its summary and its injected tokens per query."""
+    grades, credits, store_rel, injected_grades, tokens, oracle = {}, {}, {}, {}, {}, {}
+    for r in recs:
+        judged = judgements.judge_list(r.query_id, r.injected)
+        grades[r.query_id], credits[r.query_id] = list(judged.grades), list(judged.relevant_credits)
+        injected_grades[r.query_id] = list(judged.grades)
+        stored = r.stored or []
+        store_rel[r.query_id] = judgements.n_store_relevant(r.query_id, stored)
+        oracle[r.query_id] = float(store_rel[r.query_id] > 0)
+        tokens[r.query_id] = sum(i.tokens for i in r.injected)
+    values = evaluate(grades, ideals, n_rel, metrics, credits=credits, n_store_relevant=store_rel)
+    values["oracle_hit@10"] = {q: oracle.get(q, 0.0) for q in qset}
+    summary = aggregate(values)
+    rate = hit_rate(injected_grades)
+    tok = np.array([tokens.get(q, 0) for q in qset], dtype=float)
+    summary.update(hit_rate=rate.rate, empty_queries=rate.empty_queries, queries=len(qset),
+                   tokens_median=float(np.median(tok)), tokens_p95=float(np.percentile(tok, 95)),
+                   latency_p50_ms=float(np.median([r.latency_s for r in recs]) * 1000) if recs else 0.0)
+    if name in run.reflection:
+        refl = run.reflection[name]
+        summary.update(trigger_rate=refl["trigger_rate"], reflections=refl["reflections"],
+                       promotions=refl["promotions"], trigger_reasons=refl["decisions"])
+        summary["reuse_rate"] = _reuse_rate(run, name)
+    bad = [m for m, v in summary.items() if isinstance(v, float) and math.isnan(v)]
+    if bad:
+        raise ValueError(f"system {name!r}: NaN metrics {bad}")
+    return values, summary, tokens
 
 
 def _by_source(per_query: Mapping[str, Mapping[str, Mapping[str, float]]], qset: Sequence[str],

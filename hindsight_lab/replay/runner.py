@@ -15,12 +15,13 @@ from ..config import LabConfig
 from ..datasets.combine import ORDERS, file_sha256
 from ..errors import ConfigError, NothingToDo
 from ..metrics import Judgements
+from ..metrics.modes import MODES, judge_mode
 from .engine import ReplayRun, run_conversations, run_episodes
 from .journal import JOURNAL_DIR, Journal
 from .report import EMPTY_QUERY_SET, METRICS, ReplayReport, judge
 from .systems import BASELINE_KEY, CONVERSATION_BASELINE_KEY, build_systems
 
-DEFAULT_SYSTEMS = ("none", "dense", "bm25", "hindsight")
+DEFAULT_SYSTEMS = ("none", "dense", "bm25", "dense+ok", "bm25+ok", "hindsight")
 
 
 def run_replay(path: str | Path | Sequence[str | Path], *, format: str = "auto",
@@ -58,7 +59,8 @@ def run_replay(path: str | Path | Sequence[str | Path], *, format: str = "auto",
         path: a trace file, a registered dataset or group name (:mod:`hindsight_lab.datasets.registry`), or a
             sequence of them replayed as one history.
         format: ``auto``, ``jsonl``, ``tau-bench``, ``tau2-bench``, ``reflexion-hotpotqa`` or ``locomo``.
-        systems: names from ``none``, ``dense``, ``bm25``, ``hindsight`` and the keys of ``configs``.
+        systems: names from ``none``, ``dense``, ``bm25``, ``dense+ok``, ``bm25+ok``, ``hindsight`` and the keys of
+            ``configs``.
         config: the ``hindsight`` config (default config when None); ``configs`` adds named variants.
         top_k: shared by every system (the largest k reported).
         token_budget: shared; default the config's ``retrieval.token_budget``.
@@ -194,7 +196,7 @@ def journal_header(dataset: Mapping[str, Any], *, systems: Sequence[str], config
 def _replay(data: Path | Sequence[Any], dataset: dict[str, Any], *, systems: Sequence[str], config: LabConfig,
             configs: Mapping[str, LabConfig] | None, top_k: int, budget: int, limit: int | None, embedder: Any,
             show_progress: bool, workdir: str | Path | None, journal: Journal | None,
-            baseline_key: str = BASELINE_KEY) -> tuple[ReplayRun, Judgements, dict[str, str]]:
+            baseline_key: str = BASELINE_KEY) -> tuple[ReplayRun, dict[str, Judgements], dict[str, str]]:
     """Replay a LoCoMo file (``data`` a path) or loaded episodes; also return each episode's source file (for the
     per-source breakdown; empty when the data names no sources)."""
     sources: dict[str, str] = {}
@@ -213,7 +215,7 @@ def _replay(data: Path | Sequence[Any], dataset: dict[str, Any], *, systems: Seq
                      for c in convs for q in c.questions}
             candidates = {f"{c.sample_id}#q{q.index}": [f"{c.sample_id}:{t.dia_id}" for t in c.turns]
                           for c in convs for q in c.questions}
-            judgements = Judgements.from_qrels(qrels, candidates)
+            judgements = {"repeat": Judgements.from_qrels(qrels, candidates)}
             turns = [turn_to_episode(t) for c in convs for t in c.turns]
             embedder, prefetch_s = prefetch(embedder, turns, [q.question for c in convs for q in c.questions],
                                              config)
@@ -225,13 +227,14 @@ def _replay(data: Path | Sequence[Any], dataset: dict[str, Any], *, systems: Seq
             run.timing["prefetch_s"] = prefetch_s
         else:
             episodes = list(data)
-            judgements = Judgements.from_episodes(episodes)
+            judgements = {mode: judge_mode(episodes, mode) for mode in MODES}
             sources = {ep.episode_id: ep.meta["source_file"] for ep in episodes
                        if ep.meta and isinstance(ep.meta.get("source_file"), str)}
             embedder, prefetch_s = prefetch(embedder, episodes, [], config, keys=(baseline_key,))
             systems_now = make()
             try:
-                run = run_episodes(episodes, systems_now, query_ids=set(judgements.query_ids),
+                asked = {q for j in judgements.values() for q in j.query_ids}  # every mode's queries
+                run = run_episodes(episodes, systems_now, query_ids=asked,
                                    show_progress=show_progress, journal=journal)
             finally:
                 for s in systems_now:

@@ -4,6 +4,8 @@
 - ``dense``: every episode stored (its L2 episode text, the same text hindsight stores), vector top-k — the
   "store everything" school.
 - ``bm25``: the same texts, BM25 top-k (``bm25s``).
+- ``dense+ok``, ``bm25+ok``: the same, holding only the episodes that succeeded — what a careful user keeps when
+  the memory should show what worked (the ``outcome`` judging mode).
 - ``hindsight``: this system, any config; after each episode, ``MemorySystem.reflect`` writes its record and
   reflects where a trigger fires.
 
@@ -94,13 +96,17 @@ class NoMemory:
 
 class _EpisodeTexts:
     """Shared by the store-everything baselines: one record per episode with hindsight's L2 episode text, found
-    by its ``key`` text (an ``episode.key`` value)."""
+    by its ``key`` text (an ``episode.key`` value); with ``successes_only``, only the episodes that succeeded."""
 
     def __init__(self, name: str, top_k: int, budget: int, count: Any, summary_chars: int,
-                 key: str = BASELINE_KEY) -> None:
+                 key: str = BASELINE_KEY, successes_only: bool = False) -> None:
         self.name, self.top_k, self.budget, self.count, self.summary_chars = name, top_k, budget, count, summary_chars
-        self.key = key
+        self.key, self.successes_only = key, successes_only
         self.records: list[MemoryRecord] = []
+
+    def keeps(self, episode: Episode) -> bool:
+        """Whether this baseline stores the episode."""
+        return not self.successes_only or episode.outcome == "success"
 
     def _record(self, episode: Episode, now: datetime) -> MemoryRecord:
         return MemoryRecord(id=f"epis-{len(self.records):012x}", kind=Kind.EPISODE,
@@ -144,6 +150,8 @@ class DenseTopK(_EpisodeTexts):
         return self._inject(np.argsort(-sims, kind="stable"))
 
     def observe(self, episode: Episode, now: datetime) -> None:
+        if not self.keeps(episode):
+            return
         rec = self._record(episode, now)
         self.records.append(rec)
         self._vectors.append(self.embedder.embed([rec.embed_text])[0])
@@ -173,6 +181,8 @@ class BM25TopK(_EpisodeTexts):
         return self._inject([int(d) for d, s in zip(docs[0], scores[0]) if s > 0])
 
     def observe(self, episode: Episode, now: datetime) -> None:
+        if not self.keeps(episode):
+            return
         self.records.append(self._record(episode, now))
         self._index = None  # bm25s indexes are static: rebuilt lazily at the next recall
 
@@ -244,7 +254,7 @@ def replay_config(cfg: LabConfig, *, top_k: int, token_budget: int, retrieval_ef
                             "decay.archive_unretrieved": bool(retrieval_effects and cfg.decay.archive_unretrieved)})
 
 
-BASELINES = ("none", "dense", "bm25")
+BASELINES = ("none", "dense", "bm25", "dense+ok", "bm25+ok")
 
 
 def build_systems(names: Sequence[str], *, config: LabConfig, embedder: Any, top_k: int, token_budget: int,
@@ -269,10 +279,10 @@ def build_systems(names: Sequence[str], *, config: LabConfig, embedder: Any, top
     for name in names:
         if name == "none":
             out.append(NoMemory())
-        elif name == "dense":
-            out.append(DenseTopK(embedder, name="dense", **shared))
-        elif name == "bm25":
-            out.append(BM25TopK(name="bm25", **shared))
+        elif name in ("dense", "dense+ok"):
+            out.append(DenseTopK(embedder, name=name, successes_only=name.endswith("+ok"), **shared))
+        elif name in ("bm25", "bm25+ok"):
+            out.append(BM25TopK(name=name, successes_only=name.endswith("+ok"), **shared))
         elif name == "hindsight" or (configs and name in configs):
             cfg = replay_config((configs or {}).get(name, config), top_k=top_k, token_budget=token_budget,
                                 retrieval_effects=retrieval_effects)

@@ -1,0 +1,61 @@
+"""The judging modes in a replay's report: every mode judged the same way for every system, side by side; the
+success-only baselines; n/a where a mode has no query; the per-mode tables, CSV files and MLflow metrics."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from hindsight_lab.datasets import load
+from hindsight_lab.metrics.modes import judge_mode
+from hindsight_lab.replay.runner import run_replay
+from hindsight_lab.tracking import replay_metrics
+
+SYSTEMS = ["none", "dense", "bm25", "dense+ok", "bm25+ok", "hindsight"]
+
+
+def test_every_mode_is_reported_side_by_side(traces, minilm, tmp_path) -> None:
+    path = traces(10, 3)
+    report = run_replay(path, systems=SYSTEMS, embedder=minilm)
+    episodes, _ = load(path)
+    m = report.metrics
+    assert m["judging"]["queries"] == len(judge_mode(episodes, "repeat").query_ids)  # repeat: today's keys
+    for mode in ("transfer", "outcome"):
+        cell = m["modes"][mode]
+        assert cell["queries"] == len(judge_mode(episodes, mode).query_ids) > 0
+        assert set(cell["systems"]) == set(SYSTEMS) and set(cell["tests"]) == set(SYSTEMS) - {"hindsight"}
+        for name in ("dense", "bm25", "hindsight"):
+            low, high = cell["intervals"][name]["ndcg@5"][1:]
+            assert low <= cell["systems"][name]["ndcg@5"] <= high
+        assert cell["systems"]["none"]["ndcg@5"] == 0.0
+        assert report.table(mode=mode).shape[0] == len(SYSTEMS)
+    out = report.save(tmp_path / "report")
+    assert {p.name for p in out.glob("episodes*.csv")} == {"episodes.csv", "episodes_transfer.csv",
+                                                           "episodes_outcome.csv"}
+    assert json.loads((out / "metrics.json").read_text())["modes"]["transfer"]["queries"] > 0
+    logged = replay_metrics(m)
+    # (MLflow refuses "+" in a name: dense+ok logs as dense_ok)
+    assert "transfer.hindsight.ndcg_at_5" in logged and "outcome.dense_ok.ndcg_at_5.ci_low" in logged
+    assert logged["transfer.queries"] == m["modes"]["transfer"]["queries"]
+
+
+def test_the_success_only_baselines_never_inject_a_failure(traces, minilm) -> None:
+    path = traces(10, 3)
+    episodes, _ = load(path)
+    failed = {e.episode_id for e in episodes if e.outcome != "success"}
+    report = run_replay(path, systems=["dense", "dense+ok", "bm25+ok"], embedder=minilm)
+    injected = {(r.system, s) for r in report.run.queries for i in r.injected for s in i.source_episode_ids}
+    assert not {s for name, s in injected if name.endswith("+ok")} & failed
+    assert {s for name, s in injected if name == "dense"} & failed  # negative control: dense keeps everything
+
+
+def test_a_mode_without_queries_is_not_applicable(minilm) -> None:
+    from hindsight_lab.datasets.registry import resolve
+
+    report = run_replay(resolve(["locomo-sample"]), systems=["dense", "hindsight"], embedder=minilm)
+    assert report.metrics["modes"] == {"transfer": {"queries": 0, "status": "n/a"},
+                                       "outcome": {"queries": 0, "status": "n/a"}}
+    assert report.modes() == ["repeat"]
+    with pytest.raises(ValueError, match="'transfer' has no queries in this replay"):
+        report.table(mode="transfer")

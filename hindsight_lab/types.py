@@ -169,7 +169,9 @@ class MemoryRecord:
         Hits add up, confidence is their hit-weighted mean, provenance, counter-examples and feedback notes are
         unioned (order kept), feedback counts add up; trigger, task_type and domain are this record's, else
         ``other``'s. A write confirms: ``confirmed_at`` becomes ``last_confirmed_at`` and the decay steps start
-        again. Without it (maintenance confirms nothing) the later of the two confirmation times is kept.
+        again. Without it (maintenance confirms nothing) the later of the two confirmation times is kept. Extras
+        (``attrs``) are this record's, with the other's keys it lacks; a mapping both have (the runs that verified
+        each, ``attrs.evidence``) is united.
 
         Examples:
             >>> a = MemoryRecord("rule-a", Kind.CANDIDATE, "Check X first", confidence=0.6, source_episode_ids=("e1",))
@@ -179,6 +181,10 @@ class MemoryRecord:
             ('rule-a', 2, 0.75, ('e1', 'e2'))
         """
         hits = self.hit_count + other.hit_count
+        attrs = {**other.attrs, **self.attrs}
+        for key, value in self.attrs.items():
+            if isinstance(value, Mapping) and isinstance(other.attrs.get(key), Mapping):
+                attrs[key] = {**other.attrs[key], **value}
         if confirmed_at is None:
             stamps = [t for t in (self.last_confirmed_at, other.last_confirmed_at) if t is not None]
             confirmed, decay_steps = (max(stamps) if stamps else None), self.decay_steps
@@ -192,7 +198,7 @@ class MemoryRecord:
             trigger=self.trigger or other.trigger, task_type=self.task_type or other.task_type,
             domain=self.domain or other.domain, last_confirmed_at=confirmed, decay_steps=decay_steps,
             ups=self.ups + other.ups, downs=self.downs + other.downs,
-            feedback_notes=tuple(dict.fromkeys(self.feedback_notes + other.feedback_notes)))
+            feedback_notes=tuple(dict.fromkeys(self.feedback_notes + other.feedback_notes)), attrs=attrs)
 
 
 class ScoreTerms(Mapping[str, float]):

@@ -56,9 +56,19 @@ class PromotionConfig(Section):
     """When a candidate becomes an L3 rule (article §3.3, "three verifications")."""
 
     min_hits: int = Field(3, ge=1, json_schema_extra=affects(WRITE))
-    """Number of *different* source episodes that must confirm a candidate."""
+    """How many *different* tasks (or episodes, see ``distinct``) must confirm a candidate: those it was proposed
+    from, and the later runs that confirmed it by outcome (``verify``)."""
     min_mean_confidence: float = Field(0.7, ge=0, le=1, json_schema_extra=affects(WRITE))
-    """The running mean confidence must be strictly above this."""
+    """The candidate's confidence must be strictly above this: the probability, from later outcomes, that following
+    it raises the success rate (``verify``); the reflectors' running mean while no run has verified it."""
+    verify: bool = Field(True, json_schema_extra=affects(WRITE))
+    """Verify candidates and rules that carry a checkable form by the later runs that reach their step
+    (:mod:`hindsight_lab.memory.verify`): their confidence follows those runs' outcomes."""
+    distinct: Literal["tasks", "episodes"] = Field("tasks", json_schema_extra=affects(WRITE))
+    """What counts as different: ``tasks`` — runs about different instances (the identifiers they name,
+    ``same_task_overlap``), so retries of one task count once; ``episodes`` — every episode."""
+    same_task_overlap: float = Field(0.5, gt=0, le=1, json_schema_extra=affects(WRITE))
+    """Two runs are of one task when their identifiers overlap this much (Jaccard) or more."""
     require_counter_examples: bool = Field(True, json_schema_extra=affects(WRITE))
     """Never promote a candidate without counter_examples (article §8.5)."""
 

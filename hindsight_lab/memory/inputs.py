@@ -11,6 +11,7 @@ from pydantic import BaseModel, ConfigDict, Field, StrictFloat, StrictInt, Stric
 from pydantic import ValidationError as _PydanticError
 
 from ..errors import ValidationError, invalid_input
+from ..reflect.checks import Check
 from ..retrieve.paths import validate_trigger
 from ..types import Trigger
 
@@ -39,6 +40,8 @@ class MemoryInput(BaseModel):
     counter_examples: list[StrictStr] = []
     trigger: TriggerInput | None = None
     source_episode_ids: list[StrictStr] = []
+    check: dict[str, Any] | None = None
+    """The rule's checkable form, ``{"kind": "order", "tools": [...]}`` (:mod:`hindsight_lab.reflect.checks`)."""
 
     @field_validator("content")
     @classmethod
@@ -65,6 +68,11 @@ class MemoryInput(BaseModel):
         if v is not None:
             validate_trigger(v.to_trigger())
         return v
+
+    @field_validator("check")
+    @classmethod
+    def _checkable(cls, v: dict[str, Any] | None) -> dict[str, Any] | None:
+        return Check.from_dict(v).to_dict() if v is not None else None
 
 
 def parse_memory_input(data: dict[str, Any]) -> MemoryInput:

@@ -104,7 +104,7 @@ class MemorySystem:
         episodes = []
         for bucket in BUCKETS:
             for rec in self.store.scan(bucket):
-                self.index_.add(rec, bucket)
+                self._writes.track(rec, bucket)
                 if rec.kind is Kind.EPISODE:
                     episodes.append(rec)
         prefixes = self.config_.episode.read_only_prefixes
@@ -253,7 +253,8 @@ class MemorySystem:
             confidence=item.confidence, counter_examples=tuple(item.counter_examples),
             trigger=item.trigger.to_trigger() if item.trigger else None,
             source_episode_ids=tuple(dict.fromkeys(item.source_episode_ids)), created_at=now,
-            last_confirmed_at=now, embedding_model=self.embedder.name())
+            last_confirmed_at=now, embedding_model=self.embedder.name(),
+            attrs={"check": item.check} if item.check else {})
         return self._writes.rule(incoming, emb, now)
 
     def put_records(self, records: Sequence[MemoryRecord], embeddings: np.ndarray) -> None:

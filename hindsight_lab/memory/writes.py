@@ -14,11 +14,13 @@ from typing import Any, Callable, Sequence
 import numpy as np
 
 from ..config import LabConfig
+from ..reflect.checks import Check
 from ..reflect.pipeline import PENDING
 from ..retrieve.index import RecallIndex, is_retired
 from ..trace import Episode
-from ..trace.summary import episode_key, summarise
+from ..trace.summary import distinct_instances, episode_key, instance_signature, summarise
 from ..types import Bucket, Kind, MemoryRecord, WriteResult
+from . import verify
 from .evidence import Contradictions
 
 logger = logging.getLogger(__name__)
@@ -49,6 +51,7 @@ class Writes:
                  new_id: Callable[[Kind], str], contradictions: Contradictions) -> None:
         self.config, self.store, self.index, self.embedder = config, store, index, embedder
         self.new_id, self.contradictions = new_id, contradictions
+        self.checked: dict[str, set[str]] = {}  # a guarded step (tool) -> the candidates and rules checking it
 
     # ------------------------------------------------------------------ buckets
     def track(self, rec: MemoryRecord, bucket: Bucket | str) -> None:
@@ -56,6 +59,14 @@ class Writes:
         if bucket == Bucket.ARCHIVE and not is_retired(rec):
             self.contradictions.remove(rec.id)
         self.index.add(rec, bucket)
+        self._forget_check(rec.id)
+        check = Check.of((rec.attrs or {}).get("check")) if bucket in (Bucket.CANDIDATE, Bucket.RULE) else None
+        if check is not None:
+            self.checked.setdefault(check.target, set()).add(rec.id)
+
+    def _forget_check(self, record_id: str) -> None:
+        for ids in self.checked.values():
+            ids.discard(record_id)
 
     def put(self, bucket: Bucket | str, records: Sequence[MemoryRecord], embeddings: np.ndarray) -> None:
         """Store records with their vectors as given (no dedup)."""
@@ -76,8 +87,13 @@ class Writes:
     def delete(self, bucket: Bucket | str, ids: Sequence[str]) -> None:
         self.store.delete(bucket, ids)
         for rid in ids:
-            self.contradictions.remove(rid)
-            self.index.remove(rid)
+            self.forget(rid)
+
+    def forget(self, record_id: str) -> None:
+        """A record left the store: out of the index and the evidence."""
+        self.contradictions.remove(record_id)
+        self.index.remove(record_id)
+        self._forget_check(record_id)
 
     def move(self, source: Bucket | str, target: Bucket | str, ids: Sequence[str],
              change: Callable[[MemoryRecord], MemoryRecord]) -> None:
@@ -111,6 +127,8 @@ class Writes:
         self.put(Bucket.EPISODE, records, self.embedder.embed([r.embed_text for r in records]))
         for rec in records:
             self._weigh_evidence(rec)
+            if self.config.promotion.verify:
+                self._verify_rules(rec, now)
         return records
 
     def _episode_record(self, ep: Episode, task_type: str | None, now: datetime, comp: Any,
@@ -125,7 +143,7 @@ class Writes:
         attrs = {"tools": list(comp.tools), "calls": list(comp.calls), "n_steps": comp.n_steps,
                  "user_turns": comp.user_turns, "errors": [list(e) for e in comp.errors],
                  "error_calls": list(comp.error_calls), "failure_cause": ep.failure_cause,
-                 **decision_attrs(decision)}
+                 "instance": list(instance_signature(ep)), **decision_attrs(decision)}
         return MemoryRecord(
             id=self.index.record_of_episode(ep.episode_id) or self.new_id(Kind.EPISODE), kind=Kind.EPISODE,
             content=summarise(ep, cfg.summary_max_chars), key=episode_key(ep, cfg.key), task_type=comp.task_type,
@@ -192,16 +210,55 @@ class Writes:
         return OfflineDetector(min_overlap=c.min_overlap).judge(a.content, b.content).conflict
 
     def _merge_into(self, target: MemoryRecord, new: MemoryRecord, bucket: Bucket, now: datetime) -> MemoryRecord:
-        merged = target.merged_with(new, confirmed_at=now)
+        merged = verify.settle(target.merged_with(new, confirmed_at=now))  # evidence, where it has some, decides
         self.update(bucket, [merged])
         return merged
 
     def promotable(self, rec: MemoryRecord) -> bool:
-        """Confirmed by ``promotion.min_hits`` different episodes, mean confidence above the bar, and
-        counter-examples (article §3.3, §8.5)."""
+        """Confirmed in ``promotion.min_hits`` different tasks (the episodes it was proposed from and the later runs
+        that confirmed it, :mod:`.verify`), confidence above the bar, and counter-examples (article §3.3, §8.5); a
+        rule verified by later runs needs one of them to have followed it and succeeded."""
         p = self.config.promotion
-        return (len(set(rec.source_episode_ids)) >= p.min_hits and rec.confidence > p.min_mean_confidence
-                and (bool(rec.counter_examples) or not p.require_counter_examples))
+        if rec.confidence <= p.min_mean_confidence or (p.require_counter_examples and not rec.counter_examples):
+            return False
+        if verify.evidence(rec) and not verify.counts(rec)["fo"]:
+            return False  # verified, but no later run that followed it succeeded: never shown to work
+        return self.confirmations(rec) >= p.min_hits
+
+    def confirmations(self, rec: MemoryRecord) -> int:
+        """How many different tasks (or episodes, ``promotion.distinct``) confirmed the record."""
+        episodes = list(dict.fromkeys([*rec.source_episode_ids, *verify.confirming(rec)]))
+        if self.config.promotion.distinct == "episodes":
+            return len(episodes)
+        return distinct_instances([self._instance(e) for e in episodes], self.config.promotion.same_task_overlap)
+
+    def _instance(self, episode_id: str) -> tuple[str, ...]:
+        """The stored signature of an episode (its own id when it is not stored: a task of its own)."""
+        rid = self.index.record_of_episode(episode_id)
+        for bucket in (Bucket.EPISODE, Bucket.ARCHIVE) if rid else ():
+            found = self.store.get(bucket, [rid])
+            if found:
+                sig = tuple((found[0][0].attrs or {}).get("instance") or ())
+                return sig or (f"episode:{episode_id}",)
+        return (f"episode:{episode_id}",)
+
+    def _verify_rules(self, episode: MemoryRecord, now: datetime) -> None:
+        """The later evidence an episode brings to the candidates and rules that check a step it reached."""
+        reached = set((episode.attrs or {}).get("tools", ()))
+        ids = sorted({rid for tool in reached for rid in self.checked.get(tool, ())})
+        by_bucket: dict[Bucket, list[str]] = {}
+        for rid in ids:
+            bucket = self.index.bucket_of(rid)
+            if bucket in (Bucket.CANDIDATE, Bucket.RULE):
+                by_bucket.setdefault(bucket, []).append(rid)
+        for bucket, rids in sorted(by_bucket.items()):
+            for rec, emb in self.store.get(bucket, rids):
+                new = verify.observed(rec, episode)
+                if new is None:
+                    continue
+                self.update(bucket, [new])
+                if bucket is Bucket.CANDIDATE and self.promotable(new):
+                    self.promote(new, emb, now)
 
     def promote(self, cand: MemoryRecord, emb: np.ndarray, now: datetime) -> MemoryRecord:
         """Move a candidate to L3, merging it into an equivalent rule when there is one."""
@@ -214,7 +271,6 @@ class Writes:
             result = as_rule
         self.store.delete(Bucket.CANDIDATE, [cand.id])
         if result.id != cand.id:
-            self.contradictions.remove(cand.id)
-            self.index.remove(cand.id)
+            self.forget(cand.id)
         logger.info("promoted %s to L3 as %s", cand.id, result.id)
         return result

@@ -11,8 +11,10 @@ It never invents text: every rule names the tools and errors of the traces it sa
 Counter-examples come from related episodes where the rule did not hold: the same order that still failed, another
 order that also worked, or related tasks of another type. Without any, the reflection is rejected by validation
 (``empty_counter_examples``) and never promoted. Confidence grows with the related episodes that support the rule
-(successful alternatives, earlier runs that failed the same way) and shrinks with those that contradict it. A trigger is attached when a state-changing tool's verb appears in the
-instruction.
+(successful alternatives, earlier runs that failed the same way) and shrinks with those that contradict it. A
+trigger is attached when a state-changing tool's verb appears in the instruction. A rule that asks for a tool order
+(the path that worked, or the one successful similar runs took) carries it as a check (:mod:`.checks`), so later
+runs can verify it.
 
 Examples:
     >>> from hindsight_lab.config import LabConfig
@@ -34,6 +36,8 @@ from .registry import register
 from .schema import Reflection, Rejection, validate_reflection
 
 _MAX_COUNTER = 3
+CHECK_BEFORE = 2
+"""How many of the tools called before a rule's step its check verifies (the ones closest to the step)."""
 
 
 def _path(ep: CompressedEpisode) -> tuple[str, ...]:
@@ -56,6 +60,22 @@ def _generalise(text: str) -> str:
     """Replace run-specific identifiers and numbers (``HAT229``, ``gift_card_81903``, ``305``) by ``<id>`` so the
     same failure in two runs yields the same rule."""
     return _ID.sub("<id>", text)
+
+
+def _order_check(path: Sequence[str], changing: set[str], before: int = CHECK_BEFORE) -> dict[str, Any]:
+    """The rule's checkable form (:mod:`.checks`): the path's last state-changing tool is the step it guards, and
+    the ``before`` tools first called right before it the order it checks — the part of the order closest to the
+    step, so that the check stays true to the rule and runs that took another way to the step can still be told
+    apart. None when nothing changed state or nothing precedes the step."""
+    target = next((t for t in reversed(path) if t in changing), None)
+    if target is None or path.index(target) == 0:
+        return {}
+    return {"check": {"kind": "order", "tools": [*path[:path.index(target)][-before:], target]}}
+
+
+def _changing(ep: CompressedEpisode, related: Sequence[CompressedEpisode]) -> set[str]:
+    """Tools that changed state in the episode or its related ones (the same names, the same reading)."""
+    return set(ep.state_changing).union(*(r.state_changing for r in related))
 
 
 def _short(text: str, n: int = 60) -> str:
@@ -117,7 +137,8 @@ class HeuristicReflector:
                 "why_it_worked_or_failed": f"the {tt} task completed after {_arrow(path)}"
                                            + (f"; {support} similar run(s) succeeded the same way" if support else ""),
                 "reusable_rule": f"For {tt} tasks, call {_arrow(path)} in this order.",
-                "confidence": 0.55 + 0.1 * support - 0.1 * len(failed_same_path), "counter": counter}
+                "confidence": 0.55 + 0.1 * support - 0.1 * len(failed_same_path), "counter": counter,
+                **_order_check(path, set(ep.state_changing))}
 
     @staticmethod
     def _failure(ep: CompressedEpisode, tt: str, same: list[CompressedEpisode],
@@ -143,7 +164,8 @@ class HeuristicReflector:
             return {"key_decision": f"called {tool} at step {step}",
                     "why_it_worked_or_failed": f"{tool} returned the error: {_short(err, 120)}",
                     "reusable_rule": rule, "counter": counter,
-                    "confidence": (0.5 + 0.1 * alt_n if alt else 0.45) + 0.05 * len(repeats)}
+                    "confidence": (0.5 + 0.1 * alt_n if alt else 0.45) + 0.05 * len(repeats),
+                    **_order_check(alt or (), _changing(ep, related))}
         same_path_ok = [r for r in same if r.outcome == "success" and _path(r) == path]
         counter = [f"{r.episode_id} followed the same order and succeeded" for r in same_path_ok]
         if alt:
@@ -156,7 +178,8 @@ class HeuristicReflector:
         return {"key_decision": f"stopped after {path[-1] if path else 'no tool call'}",
                 "why_it_worked_or_failed": "the final state did not match what the user asked for",
                 "reusable_rule": rule,
-                "confidence": (0.5 + 0.1 * alt_n - 0.1 * len(same_path_ok)) if alt else 0.4, "counter": counter}
+                "confidence": (0.5 + 0.1 * alt_n - 0.1 * len(same_path_ok)) if alt else 0.4, "counter": counter,
+                **_order_check(alt or (), _changing(ep, related))}
 
     @staticmethod
     def _trigger(ep: CompressedEpisode) -> dict[str, list[str]] | None:

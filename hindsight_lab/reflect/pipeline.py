@@ -197,7 +197,8 @@ class ReflectionPipeline:
 
     def _write_candidate(self, ep: "Episode", refl: Reflection, now: datetime) -> WriteResult:
         fields = dict(task_type=refl.task_type, domain=ep.domain, confidence=refl.confidence,
-                      counter_examples=list(refl.counter_examples), source_episode_ids=[ep.episode_id], now=now)
+                      counter_examples=list(refl.counter_examples), source_episode_ids=[ep.episode_id], now=now,
+                      **({"check": refl.check} if refl.check else {}))
         if refl.trigger:
             try:
                 return self.mem.write_rule(refl.reusable_rule, trigger=refl.trigger, **fields)

@@ -47,6 +47,7 @@ class Reflection(BaseModel):
     confidence: StrictFloat | StrictInt
     counter_examples: list[StrictStr]
     trigger: dict[str, list[StrictStr]] | None = None
+    check: dict[str, Any] | None = Field(None, description="the rule's checkable form (:mod:`.checks`), if any")
     episode_id: str | None = Field(None, description="the episode reflected on (set by the pipeline)")
 
 
@@ -127,4 +128,13 @@ def validate_reflection(raw: str | Mapping[str, Any], rules: ReflectionRulesConf
     if len(rule) < rules.min_rule_chars or len(norm.split()) < rules.min_rule_words or norm in generic:
         return Rejection("rule_too_generic", f"reusable_rule {rule!r} is too generic", shown, episode_id)
     return refl.model_copy(update={"reusable_rule": rule, "counter_examples": counter,
-                                   "confidence": float(refl.confidence)})
+                                   "confidence": float(refl.confidence), "check": _check(refl.check)})
+
+
+def _check(data: Any) -> dict[str, Any] | None:
+    """A checkable form that parses (:class:`~.checks.Check`), normalised; one that does not is dropped — the rule
+    stands without it, as a rule no code can verify."""
+    from .checks import Check
+
+    check = Check.of(data)
+    return check.to_dict() if check else None

@@ -102,3 +102,66 @@ def episode_key(episode: Episode, key: str) -> str | None:
         names = list(dict.fromkeys(episode.tool_names()))
         return f"{episode.instruction}\nTools: {' '.join(names)}" if names else episode.instruction
     raise ValueError(f"episode.key: unknown key {key!r}; expected instruction, request_tools or summary")
+
+
+_IDENT = re.compile(r"^(?=.*\d)[\w.@-]{4,64}$|^[A-Z][A-Z0-9]{2,9}$")
+_NAME = re.compile(r"(?<![.!?]\s)(?<!^)\b([A-Z][a-z]{2,})\b")
+
+
+def instance_signature(episode: Episode, max_items: int = 16) -> tuple[str, ...]:
+    """What a run was about — the customer, order, booking — as the identifiers it named: the string argument
+    values of its tool calls that look like identifiers (a digit in them, or a short all-caps code) and the
+    capitalised words (not opening a sentence) and numbers of its instruction, lower-cased, sorted. Two runs of one task share most of
+    them; two tasks rarely do (see :func:`same_instance`). Read from the trace alone, never from a label.
+
+    Examples:
+        >>> ep = Episode.model_validate({"episode_id": "e", "instruction": "Hi, I am Mia Li, refund order 7",
+        ...     "outcome": "success", "steps": [{"type": "tool_call", "name": "get_user",
+        ...     "arguments": {"user_id": "mia_li_3668", "note": "a long free text"}}]})
+        >>> instance_signature(ep)
+        ('7', 'mia', 'mia_li_3668')
+    """
+    found: set[str] = set()
+    for call in episode.tool_calls():
+        for value in _leaves(call.arguments):
+            if isinstance(value, str) and _IDENT.match(value.strip()):
+                found.add(value.strip().lower())
+    text = episode.instruction
+    found.update(m.lower() for m in _NAME.findall(text))
+    found.update(re.findall(r"\b\d+\b", text))
+    return tuple(sorted(found)[:max_items])
+
+
+def _leaves(value: object) -> list[object]:
+    if isinstance(value, dict):
+        return [leaf for v in value.values() for leaf in _leaves(v)]
+    if isinstance(value, list):
+        return [leaf for v in value for leaf in _leaves(v)]
+    return [value]
+
+
+def same_instance(a: Sequence[str], b: Sequence[str], threshold: float = 0.5) -> bool:
+    """Whether two signatures name one instance: they share at least ``threshold`` of their union (Jaccard). Two
+    empty signatures say nothing of the task, so they are not taken as the same.
+
+    Examples:
+        >>> same_instance(("mia_li_3668", "jfk"), ("jfk", "mia_li_3668", "sea")), same_instance(("a1",), ("b2",))
+        (True, False)
+    """
+    sa, sb = set(a), set(b)
+    return bool(sa and sb) and len(sa & sb) / len(sa | sb) >= threshold
+
+
+def distinct_instances(signatures: Sequence[Sequence[str]], threshold: float = 0.5) -> int:
+    """How many different instances (tasks) a list of signatures names: each joins the first earlier one it shares
+    an instance with (:func:`same_instance`), else counts as new.
+
+    Examples:
+        >>> distinct_instances([("a1", "x"), ("a1", "x", "y"), ("b2",), ()])
+        3
+    """
+    seen: list[set[str]] = []
+    for sig in signatures:
+        if not any(same_instance(sig, s, threshold) for s in seen):
+            seen.append(set(sig))
+    return len(seen)

@@ -21,10 +21,10 @@ Examples:
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from functools import lru_cache
 
-from .lexicon import CHANNELS, EXCLUSION_VERBS, NEGATION, bound_negated, negative
+from .lexicon import CHANNELS, EXCLUSION_VERBS, NEGATION, bound_negated, is_verb, negative
 from .orders import Event, Order, directive, orders
 from .quantities import Quantity, adjacent, quantities, topic
 from .text import STOPWORDS, Clause, Token, clauses, content, ident_parts, sentences, stem
@@ -43,7 +43,8 @@ _DETERMINERS = frozenset({"the", "a", "an", "this", "that", "its", "their", "our
 class Statement:
     """One clause: its content and focus (the words after a negation cue), polarity, whether its cue is an
     exclusion verb, the surface ``forms`` of its content words (``(stem, word)``), adjacent content ``pairs`` and
-    its ``topic`` (:func:`.quantities.topic`)."""
+    its ``topic`` (:func:`.quantities.topic`); ``anchor`` is the time it holds from or to ("until X": ``("until",
+    X)``; "after X", "once X": ``("after", X)``), if its clause says."""
 
     content: frozenset[str]
     focus: frozenset[str]
@@ -52,6 +53,7 @@ class Statement:
     forms: frozenset[tuple[str, str]] = frozenset()
     pairs: frozenset[tuple[str, str]] = frozenset()
     topic: str = ""
+    anchor: tuple[str, frozenset[str]] = ("", frozenset())
 
 
 @dataclass(frozen=True, slots=True)
@@ -92,6 +94,9 @@ def _statements(cl: Clause) -> list[Statement]:
     main = directive(cl.main)
     if not main or (len(main) < len(cl.main) and negative(main)):
         return []  # "do not X before Y": an ordering (see .orders), not a statement about X
+    if len(main) < len(cl.main) and cl.main[len(main)].text in ("until", "after", "before"):
+        anchor = (cl.main[len(main)].text, _clean(cl.main[len(main) + 1:]))
+        return [replace(s, anchor=anchor) for s in _statements(Clause(main, []))]
     words = [t.text for t in main]
     for pair in _NEG_OBJECT:
         for i in range(len(words) - 1):
@@ -144,7 +149,8 @@ def _channels(main: list[Token]) -> tuple[set[str], set[int]]:
         if cls is None:
             continue
         nxt = main[i + 1] if i + 1 < len(main) else None
-        if nxt is not None and (nxt.is_content or nxt.kind == "ident"):
+        verb = i == 0 and is_verb(t.text)  # an imperative: "e-mail receipts to the customer"
+        if not verb and nxt is not None and (nxt.is_content or nxt.kind == "ident"):
             continue
         k = _skip_back(main, i - 1)
         if k >= 0 and main[k].is_content and main[k].stem not in CHANNELS:  # "through the customer portal"

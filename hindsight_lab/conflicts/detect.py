@@ -13,7 +13,7 @@ Checks, in order (the first that fires gives the verdict's ``kind``):
   "business class"), they are taken to be about different cases.
 
 Conditions (*if*, *when*, *For … tasks*) must be compatible: when both rules have one they must share more than half
-of the smaller one's content words; when only one has a condition, half of its words must appear in the other rule.
+of the smaller one's content words; a rule without a condition holds in the other's case too.
 
 Examples:
     >>> d = OfflineDetector()
@@ -29,7 +29,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from .claims import Analysis, Event, Instrument, analyse
-from .lexicon import LIGHT_VERBS, opposite, same_action
+from .lexicon import LIGHT_VERBS, opposite, opposite_or_synonym, same_action
 from .quantities import compatible_bounds
 from .text import overlap
 
@@ -59,7 +59,7 @@ def _match(a: Event, b: Event) -> float:
         return 1.0 if a.ident == b.ident else 0.0
     if any(opposite(u, v) for u in a.stems - b.stems for v in b.stems - a.stems):
         return 0.0
-    return overlap(a.stems, b.stems)
+    return soft_overlap(a.stems, b.stems)
 
 
 def _name(e: Event) -> str:
@@ -113,13 +113,12 @@ class OfflineDetector:
 
     # ------------------------------------------------------------------ checks (each one direction)
     def _conditions_compatible(self, x: Analysis, y: Analysis) -> bool:
+        """Rules under different conditions are compatible: when both have one, they must share more than half of
+        the smaller one's words ("the user is angry" ≠ "the user asks …"). A rule without a condition holds in
+        every case, the other's included, so a condition on one side only sets nothing apart."""
         cx, cy = x.condition, y.condition
-        if cx and cy:  # more than half of the smaller condition shared ("the user is angry" ≠ "the user asks …")
+        if cx and cy:
             return overlap(cx, cy) > 0.5
-        if cx or cy:
-            cond, other = (cx, y) if cx else (cy, x)
-            return overlap(cond, other.content | other.condition) >= 0.5 or len(cond) <= 1 and not cond.isdisjoint(
-                other.content)
         return True
 
     @staticmethod
@@ -157,11 +156,11 @@ class OfflineDetector:
         (the rest shared, no other modifier of the same word on each side)."""
         for sx in x.statements:
             for sy in (s for s in y.statements if s.negative == sx.negative):
-                if _other_topics(sx.topic, sy.topic, x, y):
+                if _other_topics(sx.topic, sy.topic, x, y) or _other_times(sx.anchor, sy.anchor):
                     continue
                 for u, wu in sx.forms:
                     for v, wv in sy.forms:
-                        kind = "" if u in sy.content or v in sx.content else opposite(u, v, wu, wv)
+                        kind = "" if u in sy.content or v in sx.content else opposite_or_synonym(u, v, wu, wv)
                         if not kind:
                             continue
                         rest_x, rest_y = sx.content - {u}, sy.content - {v}
@@ -182,7 +181,10 @@ class OfflineDetector:
                 if ix.tools & iy.tools:
                     continue
                 shared = ix.purpose & iy.purpose
-                if (len(shared) >= 2 and overlap(ix.purpose, iy.purpose) >= self.min_overlap) or _same_step(ix, iy):
+                # a channel is often the verb itself ("e-mail the receipt"), leaving one word of purpose
+                least = 1 if all(t.startswith("channel:") for t in ix.tools | iy.tools) else 2
+                enough = min(self.min_overlap, 0.5 * least)
+                if (len(shared) >= least and overlap(ix.purpose, iy.purpose) >= enough) or _same_step(ix, iy):
                     return (f"{'/'.join(sorted(ix.tools))} vs {'/'.join(sorted(iy.tools))} for "
                             + " ".join(sorted(shared or set(ix.parts) & set(iy.parts))[:5]))
         return ""
@@ -193,12 +195,31 @@ class OfflineDetector:
                 if overlap(qx.unit, qy.unit) < 0.5:
                     continue
                 cx, cy = qx.context, qy.context
-                if cx and cy and (overlap(cx, cy) < self.min_overlap or _modified_apart(qx.pairs, qy.pairs, cx, cy)
+                if cx and cy and (soft_overlap(cx, cy) < self.min_overlap
+                                  or _modified_apart(qx.pairs, qy.pairs, cx, cy)
                                   or _other_topics(qx.topic, qy.topic, x, y)):
                     continue
                 if not compatible_bounds(qx, qy):
                     return f"{_fmt(qx)} vs {_fmt(qy)} {' '.join(sorted(qx.unit))}"
         return ""
+
+
+def soft_overlap(a: frozenset[str], b: frozenset[str]) -> float:
+    """:func:`.text.overlap` where a word also matches a WordNet synonym or hypernym (:func:`.lexicon.same_action`):
+    "keep logs" / "retain logs"."""
+    if not a or not b:
+        return 0.0
+    small, big = (a, b) if len(a) <= len(b) else (b, a)
+    return sum(w in big or any(same_action(w, o) for o in big - small) for w in small) / len(small)
+
+
+def _other_times(ax: tuple[str, frozenset[str]], ay: tuple[str, frozenset[str]]) -> bool:
+    """Whether two statements hold at different times: "keep it open until X" and "close it after X" (one period
+    ends where the other begins), or "after X" and "after Y" with X and Y unlike."""
+    (mx, wx), (my, wy) = ax, ay
+    if not (mx and my):
+        return False
+    return overlap(wx, wy) < 0.5 or mx != my
 
 
 def _other_topics(tx: str, ty: str, x: Analysis, y: Analysis) -> bool:
@@ -226,19 +247,15 @@ def _action(parts: tuple[str, ...]) -> tuple[str, frozenset[str]]:
 
 def _same_step(ix: Instrument, iy: Instrument) -> bool:
     """Two tools for the same step: their names say the same action (equal, WordNet synonyms or hypernym) on
-    compatible objects (``update_address`` / ``modify_shipping_address``), and what the clauses do with them
-    does not differ."""
+    compatible objects (``update_address`` / ``modify_shipping_address``, ``issue_refund`` / ``refund_payment``)."""
     if not ix.parts or not iy.parts or len(ix.tools) != 1 or len(iy.tools) != 1:
         return False
     (ax, ox), (ay, oy) = _action(ix.parts), _action(iy.parts)
     if not same_action(ax, ay) or (ox and oy and ox.isdisjoint(oy)):
         return False
-    pairs_x, pairs_y = frozenset(zip(ix.parts, ix.parts[1:])), frozenset(zip(iy.parts, iy.parts[1:]))
-    if _modified_apart(pairs_x, pairs_y, frozenset(ix.parts), frozenset(iy.parts)):
-        return False  # search_direct_flight / search_onestop_flight: another kind of the same thing
-    names = set(ix.parts) | set(iy.parts)
-    px, py = ix.purpose - names, iy.purpose - names
-    return not (px and py and px.isdisjoint(py))
+    obj_x, obj_y = ix.parts[ix.parts.index(ax) + 1:], iy.parts[iy.parts.index(ay) + 1:]
+    # search_direct_flight / search_onestop_flight: other kinds of the same thing, two steps
+    return not _modified_apart(frozenset(zip(obj_x, obj_x[1:])), frozenset(zip(obj_y, obj_y[1:])), ox, oy)
 
 
 def _fmt(q: Any) -> str:

@@ -164,13 +164,32 @@ def opposite(a: str, b: str, word_a: str = "", word_b: str = "") -> str:
     if found:
         return found
     wa, wb = word_a or a, word_b or b
-    return "a" if _affixed(wa, wb) or _affixed(wb, wa) else ""
+    if _affixed(wa, wb) or _affixed(wb, wa) or any(a == p + b or b == p + a for p in _NEG_PREFIXES if
+                                                   min(len(a), len(b)) >= 4):  # stems: "encrypt" / "unencrypt"
+        return "a"
+    return ""
+
+
+def opposite_or_synonym(a: str, b: str, word_a: str = "", word_b: str = "") -> str:
+    """:func:`opposite`, or a verb opposite of a synonym (:func:`same_action`) of the other: ``deny`` is the
+    opposite of ``grant``, a synonym of ``approve``... only when WordNet says so for both links."""
+    found = opposite(a, b, word_a, word_b)
+    if found:
+        return found
+    for c, kind in _opposites().get(a, {}).items():
+        if kind == "v" and c != b and same_action(c, b):
+            return "v"
+    for c, kind in _opposites().get(b, {}).items():
+        if kind == "v" and c != a and same_action(c, a):
+            return "v"
+    return ""
 
 
 # ------------------------------------------------------------------------------------------------------ polarity
 NEGATION = frozenset({"not", "never", "no", "cannot", "skip", "avoid", "without", "refrain", "forbid", "forbidden",
                       "prohibit", "prohibited", "neither", "nor", "nothing", "none"}) | EXCLUSION_VERBS
 FAILURE = frozenset({"fail", "failed", "fails", "failure", "rejected", "refused", "errored"})
+_WAITING = frozenset({"waiting", "awaiting"})  # "without waiting for X" orders, it does not negate
 _COMPARATIVES = frozenset({"more", "fewer", "less", "later", "earlier", "longer", "greater", "sooner"})
 
 
@@ -188,7 +207,8 @@ def negations(tokens: list[Token], *, bounds: bool = False) -> int:
     """Negation cues of the clause (``bounds``: only those that turn a bound over); a cue that opens a bound
     phrase ("no more than", "not later than") is the bound itself and counts for neither."""
     return sum(t.kind == "word" and t.text in NEGATION and _bounding(tokens, i) == bounds
-               and not (i + 1 < len(tokens) and tokens[i + 1].text in _COMPARATIVES) for i, t in enumerate(tokens))
+               and not (i + 1 < len(tokens) and tokens[i + 1].text in _COMPARATIVES | _WAITING)
+               for i, t in enumerate(tokens))
 
 
 def negative(tokens: list[Token]) -> bool:

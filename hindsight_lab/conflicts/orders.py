@@ -5,7 +5,7 @@ rule), ``Y afterwards`` / ``at the end`` (after every other), ``X must come afte
 followed by Y``, tool chains ``A → B → C``, and orders stated through conditions: ``only after X may you Y``
 (English subject-auxiliary inversion after a fronted *only*), ``once X`` / ``as soon as X`` (read as *after X*),
 ``do not Y until X`` (a negated *until*: Y only after X), ``Y must wait for X`` / ``wait for X before Y``, ``X is a
-precondition / prerequisite for Y``. An ordering is negative in a clause that is negated or says the action failed
+precondition / prerequisite for Y``, ``Y upon X``, ``Y without waiting for X`` (Y first). An ordering is negative in a clause that is negated or says the action failed
 ("T failed when called after P"); a chain in such a clause claims nothing (it reports a path, not which step was
 wrong).
 
@@ -20,7 +20,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from .lexicon import FAILURE, NEGATION, failed_clause, negative
+from .lexicon import FAILURE, NEGATION, failed_clause, is_verb, negative
 from .text import Token, clauses, content, ident_parts
 
 _DETERMINERS = frozenset({"the", "a", "an", "this", "that", "its", "their", "our", "your", "any", "each", "all",
@@ -109,6 +109,9 @@ def _segments(sentence: list[Token]) -> list[_Seg]:
                 segs.append(cur)
                 cur = _Seg([], positive, failed, "cond", True, ci)
             mark, skip = _marker(toks, i, cur.tokens, until_after)
+            if mark == "skip":
+                i += skip
+                continue
             if mark:
                 segs.append(cur)
                 cur = _Seg([], positive, failed, mark, cur.cond, ci)
@@ -128,10 +131,16 @@ def _marker(toks: list[Token], i: int, before: list[Token], until_after: bool) -
         return "before", 1 if w == "before" else 2
     if w in ("precede", "precedes") or (w in _PRECONDITION and nxt in ("for", "of", "to")):
         return "before", 1 if w in ("precede", "precedes") else 2
-    if w == "after" or w in ("follow", "follows") or (w == "until" and until_after):
+    if w in ("after", "upon") or w in ("follow", "follows") or (w == "until" and until_after):
         return "after", 1
-    if w in _WAIT and nxt in ("for", "until", "till"):  # "Y must wait for X", "wait for X before Y"
-        return "after", 2
+    if w == "without" and nxt in ("waiting", "awaiting"):  # "ship without waiting for payment": ship first
+        return "before", 3 if i + 2 < len(toks) and toks[i + 2].text in ("for", "until", "till") else 2
+    if w in _WAIT and nxt in ("for", "until", "till"):  # "Y must wait for X"; "wait for X before Y": X's segment
+        return ("skip" if not before else "after"), 2
+    if not before and w in _LAST | {"subsequently", "next"}:  # "X; afterwards, Y": Y follows X
+        return "then", 1
+    if w == "and" and before and nxt and is_verb(nxt) and nxt not in ("and", "or"):
+        return "conj", 1  # "issue the card and block the old one afterwards": two actions, no order yet
     if w in ("await", "awaits"):
         return "after", 1
     if w == "then" or (w == "followed" and nxt == "by") or (w == "and" and nxt == "then"):

@@ -10,6 +10,8 @@ and percentages, sufficiency and necessity.
   at most, at least, max*, ``+``) and the verbs *exceed* / *surpass* (more than); a negated clause turns a bound
   over ("never exceed 3", "never more than once": at most).
 - **Ranges**: *between N and M*, *from N to M*, *N to M*, ``N-M``, *N or M*: the interval [N, M].
+- **Limit nouns**: *the limit / cap / maximum / deadline / window / quota is N* is at most N; *the minimum / floor
+  is N*, at least N.
 - **Sufficiency and necessity**: *N X is enough / suffices / is sufficient* allows no requirement above N (≤ N);
   *N X are required / needed / necessary / mandatory* requires at least N (≥ N).
 - **Units**: durations are converted to days (*second* … *year*, a month as a twelfth of a year), money (``$``, *dollars*,
@@ -51,11 +53,12 @@ _BEFORE = {
     "le": ("at most", "up to", "no more than", "not more than", "maximum of", "a maximum of", "maximum", "max",
            "capped at", "cap of", "a cap of", "limited to", "limit of", "a limit of", "within", "no later than",
            "not later than", "no longer than", "not longer than", "no over"),
-    "lt": ("less than", "fewer than", "under", "below", "shorter than", "earlier than", "sooner than"),
+    "lt": ("less than", "fewer than", "under", "below", "shorter than", "earlier than", "sooner than", "newer than", "before",
+           "younger than"),
     "ge": ("at least", "no fewer than", "no less than", "not less than", "not fewer than", "minimum of",
            "a minimum of", "minimum", "min", "no sooner than", "no earlier than", "not before"),
     "gt": ("more than", "over", "above", "beyond", "exceeding", "exceeds", "exceed", "surpass", "surpassing",
-           "greater than", "longer than", "later than", "in excess of"),
+           "greater than", "longer than", "later than", "in excess of", "older than", "after"),
     "eq": ("exactly", "only", "just", "precisely"),
 }
 _BEFORE_KEYS = {tuple(p.split()): b for b, phrases in _BEFORE.items() for p in phrases}
@@ -66,8 +69,11 @@ _AFTER = {("or", "more"): "ge", ("or", "fewer"): "le", ("or", "less"): "le", ("o
           ("minimum",): "ge", ("+",): "ge"}
 _SUFFICE = frozenset({"enough", "sufficient", "suffice", "suffices"})
 _NEED = frozenset({"required", "require", "requires", "needed", "need", "needs", "necessary", "mandatory"})
+#: Nouns that name a bound: "the limit is 3", "a 14-day window", "the minimum is 2".
+_LIMIT_NOUNS = frozenset({"limit", "limits", "cap", "caps", "maximum", "ceiling", "deadline", "window", "allowance",
+                          "quota", "minimum", "floor"})
 #: Words that state the bound, not what it bounds.
-_NOT_CONTEXT = _SUFFICE | _NEED | {w for phrase in _BEFORE_KEYS for w in phrase} | {
+_NOT_CONTEXT = _SUFFICE | _NEED | _LIMIT_NOUNS | {w for phrase in _BEFORE_KEYS for w in phrase} | {
     w for key in _AFTER for w in key} | {"no", "not", "never", "exceed", "exceeds", "exceeding"}
 _FLIP = {"gt": "le", "ge": "lt", "lt": "ge", "le": "gt"}
 _UNIT_SKIP = frozenset({"the", "a", "an", "of", "in", "on", "at", "to", "for", "per", "and", "or", "more", "less",
@@ -195,6 +201,8 @@ def quantities(main: list[Token], negated: bool = False) -> list["Quantity"]:
         factor = next((_DURATION[u] for u in sorted(unit) if u in _DURATION), None)
         if factor is not None:  # "two weeks", "48 hours", "5 business days": a duration in days
             value, high, unit = value * factor, high * factor, {"duration"}
+        if bound == "eq" and text & _LIMIT_NOUNS:  # "the return window is two weeks"
+            bound = "ge" if text & {"minimum", "floor"} else "le"
         if bound == "eq" and text & _SUFFICE:
             bound = "le"
         elif bound == "eq" and text & _NEED:

@@ -113,6 +113,7 @@ class Token:
         return float(_NUMBER_WORDS[self.text]) if self.kind == "word" and self.text in _NUMBER_WORDS else None
 
 
+_POSSESSIVE = re.compile(r"(?<=[a-z])'s\b|(?<=s)'(?=\s)", re.I)
 #: Subject-auxiliary inversion after a fronted "only after/if/when X": "Only after X may you Y" is "only after X, Y".
 _INVERSION = re.compile(r"(\bonly\s+(?:after|if|when|upon)\b[^,;.!?]*?)\s+((?:may|can|should|must|will|shall|do|"
                         r"does|is|are)\s+(?:you|we|they|he|she|it|i|the|an?|agents?|staff|anyone|someone)\b)", re.I)
@@ -121,6 +122,7 @@ _INVERSION = re.compile(r"(\bonly\s+(?:after|if|when|upon)\b[^,;.!?]*?)\s+((?:ma
 def normalise(text: str) -> str:
     """Join phrasal verbs ("log in" → "login"), expand "n't", read "as soon as" and a conjunction "once" as
     "after", mark ranges ("3-5" → "3 to 5") and unify dashes."""
+    text = _POSSESSIVE.sub("", text.replace("\u2019", "'"))  # "the customer's card": the customer card
     for pattern, repl in _PHRASES:
         text = pattern.sub(repl, text)
     text = text.replace("—", " ; ").replace("–", " ; ")
@@ -230,6 +232,23 @@ def sentences(text: str) -> list[list[Token]]:
 
 
 _SPLIT_WORDS = frozenset({"but", "however"})
+_ORDER_ADVERBS = frozenset({"afterwards", "afterward", "then", "next", "later", "finally", "subsequently", "first",
+                            "only"})
+
+
+def _attach_adverbs(pieces: list[list[Token]]) -> list[list[Token]]:
+    """A piece that is only an order adverb ("afterwards, share the records") belongs to the next piece."""
+    out: list[list[Token]] = []
+    carry: list[Token] = []
+    for p in pieces:
+        if p and all(t.text in _ORDER_ADVERBS for t in p):
+            carry += p
+            continue
+        out.append(carry + p)
+        carry = []
+    if carry:
+        out.append(carry)
+    return out
 
 
 def clauses(sentence: list[Token]) -> list[Clause]:
@@ -248,6 +267,7 @@ def clauses(sentence: list[Token]) -> list[Clause]:
         elif t.kind != "punct" or t.text in "$%+":
             current.append(t)
     pieces.append(current)
+    pieces = _attach_adverbs(pieces)
     for i, toks in enumerate(p for p in pieces if p):
         first = toks[0].text
         if first in CONDITION_WORDS or (first == "for" and i == 0 and len(pieces) > 1) or \

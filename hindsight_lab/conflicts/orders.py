@@ -172,8 +172,9 @@ def orders(sents: list[list[Token]]) -> list[Order]:
             prev = segs[j - 1] if j > 0 else None
             b = seg.boundary
             if b in ("before", "after") and prev is not None:
-                back = next((s for s in reversed(segs[:j]) if s.clause == seg.clause and _event(s.tokens)
-                             and s.boundary != "purpose"), None)  # "wait for X to finish before Y": X
+                earlier = [s for s in reversed(segs[:j]) if s.clause == seg.clause and _event(s.tokens)]
+                # "wait for X to finish before Y": X; "make sure to X before Y": the purpose X
+                back = next((s for s in earlier if s.boundary != "purpose"), earlier[0] if earlier else None)
                 if back is None:  # "Before Y, X": X is the next clause
                     later = next((s for s in segs[j + 1:] if s.boundary == "clause" and not s.cond), None)
                     if later is None:

@@ -8,7 +8,8 @@ claims of two rules.
   clause's other content words; an identifier's own words (``issue_refund``: *issue*, *refund*) are kept apart.
 - **Statements**: each clause's main content and polarity (*not*, *never*, *no*, *skip*, *avoid*, *without*, the
   exclusion verbs *omit*, *exclude*, *leave out* …; the object of *instead of* / *rather than* is negated), with
-  each content word's surface form (for opposites by affix) and its adjacent word pairs. Conditions (*if*, *when*,
+  each content word's surface form (for opposites by affix; *must*, *have to*, *is required* add "mandatory") and
+  its adjacent word pairs. Conditions (*if*, *when*,
   *unless* …, a leading *For …*) are kept apart: a negation inside a condition is not a directive.
 
 Examples:
@@ -32,9 +33,20 @@ from .text import STOPWORDS, Clause, Token, clauses, content, ident_parts, sente
 __all__ = ["Analysis", "Event", "Instrument", "Order", "Quantity", "Statement", "analyse"]
 
 _NEG_OBJECT = (("instead", "of"), ("rather", "than"))
+#: Deontic necessity (*must*, *have to*, *required to* …), read as the word "mandatory" so that its WordNet
+#: opposite "optional" can meet it.
+_MUST = frozenset({"must", "obligatory", "compulsory", "mandatory"})
+_MUST_PAIRS = frozenset({("have", "to"), ("has", "to"), ("required", "to"), ("need", "to"), ("needs", "to"),
+                         ("is", "required"), ("are", "required")})
+_MANDATORY = stem("mandatory")
 _INSTRUMENT_PREP = frozenset({"with", "through", "using", "via"})
-_CHANNEL_PREP = frozenset({"by", "via", "through", "over", "using", "with", "on", "in", "per"})
-_TOOL_NOUNS = frozenset({"tool", "api", "endpoint", "function", "command"})
+_CHANNEL_PREP = frozenset({"by", "via", "through", "over", "using", "with", "on", "in", "per", "to", "into"})
+_TOOL_NOUNS = frozenset({"tool", "api", "endpoint", "function", "command", "system", "platform", "spreadsheet",
+                         "database", "service", "console", "tracker", "workflow", "bot", "script"})
+#: Capitalised words that are not names of tools.
+_NOT_NAMES = frozenset("""monday tuesday wednesday thursday friday saturday sunday january february march april may
+june july august september october november december i""".split())
+_NAME_PREP = _INSTRUMENT_PREP | {"in", "into", "on"}
 _DETERMINERS = frozenset({"the", "a", "an", "this", "that", "its", "their", "our", "your", "any", "each", "all",
                           "every", "some"})
 
@@ -85,8 +97,11 @@ def _statement(tokens: list[Token], negated: bool) -> Statement:
     focus = _clean(tokens[cue + 1:]) if cue is not None else _clean(tokens)
     exclusion = any(t.text in EXCLUSION_VERBS for t in tokens)
     kept = [t for t in tokens if t.text not in NEGATION and t.number is None]
-    forms = frozenset((t.stem, t.text) for t in kept if t.is_content and t.kind == "word")
-    return Statement(_clean(tokens), focus, negated, exclusion, forms, adjacent(kept), topic(kept))
+    forms = {(t.stem, t.text) for t in kept if t.is_content and t.kind == "word"}
+    words = [t.text for t in tokens]
+    if any(w in _MUST for w in words) or any(p in zip(words, words[1:]) for p in _MUST_PAIRS):
+        forms.add((_MANDATORY, "mandatory"))  # deontic necessity: "must attach X" / "attaching X is optional"
+    return Statement(_clean(tokens), focus, negated, exclusion, frozenset(forms), adjacent(kept), topic(kept))
 
 
 def _statements(cl: Clause) -> list[Statement]:
@@ -117,11 +132,12 @@ def _clean(tokens: list[Token]) -> frozenset[str]:
 
 # ---------------------------------------------------------------------------------------------------- instruments
 def _prep_tools(main: list[Token]) -> tuple[set[str], set[int]]:
-    """Tools after *with/through/using/via/use/from* and the token positions they take."""
+    """Tools after *with/through/using/via/use/from/in/on* (an identifier, a word before *tool*, *system* …, or a
+    capitalised name) and the token positions they take."""
     tools: set[str] = set()
     drop: set[int] = set()
     for i, t in enumerate(main):
-        if t.text not in _INSTRUMENT_PREP and t.text not in ("use", "uses", "from"):
+        if t.text not in _NAME_PREP and t.text not in ("use", "uses", "from"):
             continue
         j = i + 1
         while j < len(main) and main[j].text in _DETERMINERS:
@@ -136,6 +152,9 @@ def _prep_tools(main: list[Token]) -> tuple[set[str], set[int]]:
         elif tok.kind == "word" and noun in _TOOL_NOUNS and tok.stem not in CHANNELS:
             tools.add(tok.stem)
             drop |= {i, j, j + 1}
+        elif tok.kind == "word" and tok.capital and tok.text not in _NOT_NAMES and tok.stem not in CHANNELS:
+            tools.add(tok.text)  # a product's name: "via PagerDuty", "in Zendesk"
+            drop |= {i, j} | ({j + 1} if noun in _TOOL_NOUNS else set())
     return tools, drop
 
 
@@ -202,7 +221,7 @@ def analyse(text: str) -> Analysis:
         for cl in clauses(s):
             statements += _statements(cl)
             instruments += _instruments(cl)
-            found += quantities(cl.main, bound_negated(cl.main))
+            found += quantities(cl.main, bound_negated(cl.main) != negative(cl.main))
             main |= _clean(cl.main)
             cond |= _clean(cl.condition)
     return Analysis(text, tuple(orders(sents)), tuple(statements), tuple(instruments), tuple(found),

@@ -165,8 +165,9 @@ class OfflineDetector:
                             continue
                         rest_x, rest_y = sx.content - {u}, sy.content - {v}
                         shared = rest_x & rest_y
-                        if not shared or overlap(rest_x, rest_y) < 0.5:
-                            continue
+                        close = overlap(rest_x, rest_y)
+                        if not shared or close < 0.5 or (rest_x - rest_y and rest_y - rest_x and close < 0.75):
+                            continue  # "attach the receipt" / "attaching a photo … optional": other objects
                         if kind == "a" and any((u, h) in sx.pairs and (v, h) in sy.pairs for h in shared):
                             continue  # "domestic refunds" / "international refunds": two cases, not a claim
                         pairs_x = frozenset(p for p in sx.pairs if u not in p)
@@ -184,7 +185,7 @@ class OfflineDetector:
                 # a channel is often the verb itself ("e-mail the receipt"), leaving one word of purpose
                 least = 1 if all(t.startswith("channel:") for t in ix.tools | iy.tools) else 2
                 enough = min(self.min_overlap, 0.5 * least)
-                if (len(shared) >= least and overlap(ix.purpose, iy.purpose) >= enough) or _same_step(ix, iy):
+                if (len(shared) >= least and soft_overlap(ix.purpose, iy.purpose) >= enough) or _same_step(ix, iy):
                     return (f"{'/'.join(sorted(ix.tools))} vs {'/'.join(sorted(iy.tools))} for "
                             + " ".join(sorted(shared or set(ix.parts) & set(iy.parts))[:5]))
         return ""
@@ -195,7 +196,9 @@ class OfflineDetector:
                 if overlap(qx.unit, qy.unit) < 0.5:
                     continue
                 cx, cy = qx.context, qy.context
-                if cx and cy and (soft_overlap(cx, cy) < self.min_overlap
+                close = soft_overlap(cx, cy) if cx and cy else 1.0
+                # both say things the other does not ("between search calls" / "between free bags"): apart
+                if cx and cy and (close < self.min_overlap or (cx - cy and cy - cx and close < 0.75)
                                   or _modified_apart(qx.pairs, qy.pairs, cx, cy)
                                   or _other_topics(qx.topic, qy.topic, x, y)):
                     continue
@@ -237,7 +240,7 @@ def _modified_apart(px: frozenset[tuple[str, str]], py: frozenset[tuple[str, str
 
 
 def _action(parts: tuple[str, ...]) -> tuple[str, frozenset[str]]:
-    """The action a tool name says (its first word that is not a light verb) and its other words (objects):
+    """The action a tool name says (its first word that is not a light verb) and its other words (the object):
     ``issue_refund`` → (refund, {}), ``refund_payment`` → (refund, {payment})."""
     words = list(parts)
     while len(words) > 1 and words[0] in LIGHT_VERBS:
@@ -251,9 +254,9 @@ def _same_step(ix: Instrument, iy: Instrument) -> bool:
     if not ix.parts or not iy.parts or len(ix.tools) != 1 or len(iy.tools) != 1:
         return False
     (ax, ox), (ay, oy) = _action(ix.parts), _action(iy.parts)
-    if not same_action(ax, ay) or (ox and oy and ox.isdisjoint(oy)):
-        return False
     obj_x, obj_y = ix.parts[ix.parts.index(ax) + 1:], iy.parts[iy.parts.index(ay) + 1:]
+    if not same_action(ax, ay) or (obj_x and obj_y and obj_x[-1] != obj_y[-1]):
+        return False  # the head of a compound is its last word: reservation_baggages / reservation_flights
     # search_direct_flight / search_onestop_flight: other kinds of the same thing, two steps
     return not _modified_apart(frozenset(zip(obj_x, obj_x[1:])), frozenset(zip(obj_y, obj_y[1:])), ox, oy)
 

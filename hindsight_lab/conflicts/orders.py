@@ -5,7 +5,8 @@ rule), ``Y afterwards`` / ``at the end`` (after every other), ``X must come afte
 followed by Y``, tool chains ``A → B → C``, and orders stated through conditions: ``only after X may you Y``
 (English subject-auxiliary inversion after a fronted *only*), ``once X`` / ``as soon as X`` (read as *after X*),
 ``do not Y until X`` (a negated *until*: Y only after X), ``Y must wait for X`` / ``wait for X before Y``, ``X is a
-precondition / prerequisite for Y``, ``Y upon X``, ``Y without waiting for X`` (Y first). An ordering is negative in a clause that is negated or says the action failed
+precondition / prerequisite for Y``, ``Y upon X``, ``Y without waiting for X`` (Y first), ``Y only when / only
+if X`` (a necessary condition comes first). An ordering is negative in a clause that is negated or says the action failed
 ("T failed when called after P"); a chain in such a clause claims nothing (it reports a path, not which step was
 wrong).
 
@@ -102,12 +103,16 @@ def _segments(sentence: list[Token]) -> list[_Seg]:
         until_after = len(head) < len(cl.main) and cl.main[len(head)].text == "until" and negative(head)
         positive = until_after or not (negative(head) or failed)
         toks = cl.tokens
-        cur = _Seg([], positive, failed, "clause", not cl.main, ci)
+        # "Y only when/if X": X is a precondition of Y, so it comes first (the condition stays a condition too)
+        only = [t.text for t in cl.condition[:2]] in (["only", "when"], ["only", "if"])
+        if only and not cl.main:  # "Only if X, Y": like "After X, Y"
+            segs.append(_Seg([], positive, failed, "clause", True, ci))
+        cur = _Seg([], positive, failed, "after" if only and not cl.main else "clause", not cl.main, ci)
         i = 0
         while i < len(toks):
             if i == len(cl.main) and cl.main:
                 segs.append(cur)
-                cur = _Seg([], positive, failed, "cond", True, ci)
+                cur = _Seg([], positive, failed, "after" if only else "cond", True, ci)
             mark, skip = _marker(toks, i, cur.tokens, until_after)
             if mark == "skip":
                 i += skip

@@ -52,11 +52,12 @@ _PERCENT = frozenset({"%", "percent", "pct"})
 _BEFORE = {
     "le": ("at most", "up to", "no more than", "not more than", "maximum of", "a maximum of", "maximum", "max",
            "capped at", "cap of", "a cap of", "limited to", "limit of", "a limit of", "within", "no later than",
-           "not later than", "no longer than", "not longer than", "no over"),
+           "not later than", "no longer than", "not longer than", "no over", "as many as", "as much as",
+           "as long as"),
     "lt": ("less than", "fewer than", "under", "below", "shorter than", "earlier than", "sooner than", "newer than", "before",
            "younger than"),
     "ge": ("at least", "no fewer than", "no less than", "not less than", "not fewer than", "minimum of",
-           "a minimum of", "minimum", "min", "no sooner than", "no earlier than", "not before"),
+           "a minimum of", "minimum", "min", "no sooner than", "no earlier than", "not before", "as few as", "as little as"),
     "gt": ("more than", "over", "above", "beyond", "exceeding", "exceeds", "exceed", "surpass", "surpassing",
            "greater than", "longer than", "later than", "in excess of", "older than", "after"),
     "eq": ("exactly", "only", "just", "precisely"),
@@ -102,8 +103,9 @@ def _number(tokens: list[Token], i: int) -> tuple[float, int] | None:
     """The number starting at ``tokens[i]`` and how many tokens it spans."""
     w = tokens[i].text
     nxt = tokens[i + 1].text if i + 1 < len(tokens) else ""
-    if tokens[i].kind == "num":
-        return float(w), 1
+    if tokens[i].kind == "num":  # "10,000", "10k", "2 million"
+        scale = {"k": 1e3, "thousand": 1e3, "m": 1e6, "million": 1e6}.get(nxt, 1.0)
+        return float(w.replace(",", "")) * scale, 1 if scale == 1.0 else 2
     if w in _TIMES:
         return float(_TIMES[w]), 1
     if w in ("a", "an"):
@@ -231,7 +233,8 @@ def adjacent(tokens: list[Token]) -> frozenset[tuple[str, str]]:
 def topic(tokens: list[Token]) -> str:
     """What a clause is about, roughly: its first content word, after the verb of an imperative ("Refunds are …":
     refund; "Allow three attempts": attempt)."""
-    words = [t for t in tokens if t.kind in ("word", "ident") and t.is_content and t.number is None]
+    words = [t for t in tokens if t.kind in ("word", "ident") and t.is_content and t.number is None
+             and t.text not in _NOT_CONTEXT]
     if words and tokens and words[0] is tokens[0] and is_verb(words[0].text):
         words = words[1:]
     return words[0].stem if words else ""

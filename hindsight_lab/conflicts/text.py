@@ -21,7 +21,7 @@ from functools import lru_cache
 _TOKEN = re.compile(
     r"(?P<ident>[A-Za-z][A-Za-z0-9]*(?:_[A-Za-z0-9]+)+|[a-z]+(?:[A-Z][a-z0-9]+)+)(?:\(\))?"
     r"|(?P<arrow>→|->|=>)"
-    r"|(?P<num>\d+(?:\.\d+)?)"
+    r"|(?P<num>\d{1,3}(?:,\d{3})+(?:\.\d+)?|\d+(?:\.\d+)?)"
     r"|(?P<word>[A-Za-z]+(?:'[a-z]+)?)"
     r"|(?P<punct>[,;:.!?$%+])")
 
@@ -61,7 +61,7 @@ _NUMBER_WORDS = {w: float(i) for i, w in enumerate(
         "twenty thirty forty fifty sixty seventy eighty ninety".split(), 2)} | {
     "hundred": 100.0, "thousand": 1000.0, "dozen": 12.0, "once": 1.0, "twice": 2.0, "thrice": 3.0}
 
-_SUFFIXES = ("ational", "ations", "ation", "ments", "ment", "ings", "ing", "edly", "ied", "ies", "ed", "able",
+_SUFFIXES = ("ications", "ication", "ational", "ations", "ation", "tions", "tion", "sions", "sion", "ments", "ment", "ings", "ing", "edly", "ied", "ies", "ed", "able",
              "ible", "ness", "ly", "es", "s")
 _DOUBLE = re.compile(r"([bdfglmnprt])\1$")
 
@@ -70,7 +70,9 @@ CONDITION_WORDS = frozenset({"if", "when", "whenever", "unless", "while", "provi
 
 @lru_cache(maxsize=65536)
 def stem(word: str) -> str:
-    """A light suffix-stripping stemmer (consistent, not linguistic): ``queries``/``querying`` → ``queri``."""
+    """A light suffix-stripping stemmer (consistent, not linguistic): ``queries``/``querying`` → ``queri``;
+    nominalisations meet their verbs (``verification``/``verify``, ``inspection``/``inspect``,
+    ``approval``/``approve``, ``escalation``/``escalate``)."""
     w = word.lower()
     if "_" in w or len(w) <= 3 or not w.isalpha():
         return w
@@ -81,7 +83,8 @@ def stem(word: str) -> str:
             break
         if suf == "es" and w[-3] not in "sxzh":
             continue
-        w = w[: -len(suf)] + ("i" if suf in ("ied", "ies") else "")
+        w = w[: -len(suf)] + ("i" if suf in ("ied", "ies", "ication", "ications") else "") + (
+            suf[0] if suf in ("tions", "tion", "sions", "sion") else "")
         break
     if len(w) > 3 and w.endswith("e"):
         w = w[:-1]
@@ -89,16 +92,22 @@ def stem(word: str) -> str:
         w = w[:-1] + "i"
     if len(w) > 4 and _DOUBLE.search(w):
         w = w[:-1]
+    if len(w) >= 7 and w.endswith("at"):  # validate / validation, escalate / escalation
+        w = w[:-2]
+    elif len(w) >= 6 and w.endswith("val"):  # approval / approve, removal / remove
+        w = w[:-2]
     return w
 
 
 @dataclass(frozen=True, slots=True)
 class Token:
-    """One token: its lower-cased ``text``, ``kind`` (ident, arrow, num, word, punct) and ``stem``."""
+    """One token: its lower-cased ``text``, ``kind`` (ident, arrow, num, word, punct), ``stem``, and whether it was
+    written with a capital (``capital``: a name such as "Zendesk", when not the first word)."""
 
     text: str
     kind: str
     stem: str
+    capital: bool = False
 
     @property
     def is_content(self) -> bool:
@@ -109,7 +118,7 @@ class Token:
     @property
     def number(self) -> float | None:
         if self.kind == "num":
-            return float(self.text)
+            return float(self.text.replace(",", ""))
         return float(_NUMBER_WORDS[self.text]) if self.kind == "word" and self.text in _NUMBER_WORDS else None
 
 
@@ -136,7 +145,8 @@ def tokenize(text: str) -> list[Token]:
         kind = m.lastgroup or "word"
         raw = m.group(kind)
         low = raw.lower() if kind != "ident" else _ident(raw)
-        out.append(Token(low, kind, low if kind in ("ident", "punct", "arrow", "num") else stem(low)))
+        out.append(Token(low, kind, low if kind in ("ident", "punct", "arrow", "num") else stem(low),
+                         kind == "word" and raw[:1].isupper()))
     return _join_particles(out)
 
 

@@ -145,3 +145,40 @@ def test_conditional_orders(detector, a, b, expected):
 ])
 def test_tool_pairs(detector, a, b, expected):
     _check(detector, a, b, expected, "tool")
+
+
+# ------------------------------------------------------------------------------------------------ added with issue 18
+def test_stemmer_meets_nominalisations():
+    assert stem("verification") == stem("verify") and stem("inspection") == stem("inspected")
+    assert stem("approval") == stem("approved") and stem("escalation") == stem("escalate")
+
+
+def test_numbers_with_thousands_and_scales():
+    assert quantities(tokenize("payments over $10,000"))[0].low == 10000.0
+    assert quantities(tokenize("approve up to $5k"))[0].high == 5000.0
+
+
+@pytest.mark.parametrize("a, b, expected, kind", [
+    # a necessary condition comes first
+    ("Release the funds only if the manager has signed off.", "Release the funds, then get the manager's sign-off.",
+     True, "order"),
+    ("Release the funds only if the manager has signed off.", "Get the manager to sign off before releasing funds.",
+     False, None),
+    # deontic necessity against "optional"
+    ("Staff must wear a badge in the lab.", "Wearing a badge in the lab is optional.", True, "negation"),
+    ("Staff must wear a badge in the lab.", "Wearing gloves in the lab is optional.", False, None),
+    # a product's name after an instrument preposition
+    ("Log customer calls in Zendesk.", "Log customer calls in Freshdesk.", True, "tool"),
+    ("Log customer calls in Zendesk.", "Log customer calls on Monday.", False, None),
+    # the head of a tool name's compound: the same action on another thing is another step
+    ("Call update_reservation_flights to change flights.", "Call update_reservation_baggages to change bags.",
+     False, None),
+    # a negated clause turns its bound over
+    ("No refunds after 30 days.", "Refunds are accepted for up to 60 days.", True, "quantity"),
+    # one period's end and the next one's start are not opposites
+    ("Keep the chat open until the customer replies.", "Close the chat once the customer replies.", False, None),
+    # different objects of a rate
+    ("Wait 3 minutes between search calls.", "Wait 5 minutes between password attempts.", False, None),
+])
+def test_more_general_cues(detector, a, b, expected, kind):
+    _check(detector, a, b, expected, kind)

@@ -20,8 +20,11 @@ With ``--verbs-out``, also the synsets of each single-word verb's first two sens
 (``data/verbs.tsv``): two verbs name the same action when one of them is a synonym or a direct hypernym of the other
 (``update`` → {change, alter, modify}, so ``update`` ~ ``modify``).
 
+With ``--irregular-out``, the irregular verb forms of ``verb.exc`` (``kept`` → ``keep``; forms that are also nouns, such as
+``ground``, or adjectives of the opposites, such as ``paid``, left out), so that the stemmer meets "kept" and "keep" (``data/irregular.tsv``).
+
 Usage: ``python scripts/build_opposites.py --wordnet DIR --out hindsight_lab/conflicts/data/opposites.tsv
---verbs-out hindsight_lab/conflicts/data/verbs.tsv``
+--verbs-out hindsight_lab/conflicts/data/verbs.tsv --irregular-out hindsight_lab/conflicts/data/irregular.tsv``
 """
 
 from __future__ import annotations
@@ -116,13 +119,35 @@ def verb_senses(folder: Path, max_rank: int) -> list[tuple[str, list[str], list[
     return [(lemma, sorted(own[lemma]), sorted(hyper[lemma])) for lemma in sorted(own)]
 
 
+def irregular_forms(folder: Path, adjectives: set[str]) -> list[tuple[str, str]]:
+    """``(inflected form, verb)`` from WordNet's ``verb.exc`` (``kept`` → ``keep``), single words only, leaving out
+    forms that are also nouns in WordNet (``ground``, ``saw``), which would turn a noun into a verb, and the
+    ``adjectives`` of the opposites list (``paid``, against ``free``)."""
+    nouns = {line.split(" ", 1)[0] for line in (folder / "index.noun").read_text(encoding="latin-1").splitlines()
+             if not line.startswith(" ")} | adjectives
+    out = []
+    for line in (folder / "verb.exc").read_text(encoding="latin-1").splitlines():
+        form, *lemmas = line.split()
+        if lemmas and form.isalpha() and lemmas[0].isalpha() and form not in nouns:
+            out.append((form, lemmas[0]))
+    return sorted(out)
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--wordnet", type=Path, required=True, help="folder with WordNet 3.0 data.* and index.* files")
     ap.add_argument("--out", type=Path, required=True)
     ap.add_argument("--max-rank", type=int, default=3)
     ap.add_argument("--verbs-out", type=Path, help="also write the verbs' synsets and hypernyms (first 2 senses)")
+    ap.add_argument("--irregular-out", type=Path, help="also write irregular verb forms (verb.exc)")
     args = ap.parse_args()
+    if args.irregular_out:
+        with args.irregular_out.open("w", encoding="utf-8") as fh:
+            fh.write("# Irregular verb forms from Princeton WordNet 3.0 verb.exc (see WORDNET_LICENSE); "
+                     "forms that are also nouns, or adjectives of the opposites, left out\n# form\tverb\n")
+            adjectives = {w for a, b, tag, _rel in build(args.wordnet, args.max_rank) if tag == "a" for w in (a, b)}
+            for form, lemma in irregular_forms(args.wordnet, adjectives):
+                fh.write(f"{form}\t{lemma}\n")
     if args.verbs_out:
         with args.verbs_out.open("w", encoding="utf-8") as fh:
             fh.write("# Verb senses from Princeton WordNet 3.0 (see WORDNET_LICENSE); scripts/build_opposites.py: "

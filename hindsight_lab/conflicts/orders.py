@@ -5,8 +5,8 @@ rule), ``Y afterwards`` / ``at the end`` (after every other), ``X must come afte
 followed by Y``, tool chains ``A → B → C``, and orders stated through conditions: ``only after X may you Y``
 (English subject-auxiliary inversion after a fronted *only*), ``once X`` / ``as soon as X`` (read as *after X*),
 ``do not Y until X`` (a negated *until*: Y only after X), ``Y must wait for X`` / ``wait for X before Y``, ``X is a
-precondition / prerequisite for Y``, ``Y upon X``, ``Y without waiting for X`` (Y first), ``Y only when / only
-if X`` (a necessary condition comes first). An ordering is negative in a clause that is negated or says the action failed
+precondition / prerequisite for Y``, ``Y upon X``, ``Y without waiting for X`` (Y first), ``Y without X-ing`` (X
+before Y, denied), ``Y only when / only if X`` (a necessary condition comes first). An ordering is negative in a clause that is negated or says the action failed
 ("T failed when called after P"); a chain in such a clause claims nothing (it reports a path, not which step was
 wrong).
 
@@ -138,6 +138,8 @@ def _marker(toks: list[Token], i: int, before: list[Token], until_after: bool) -
         return "before", 1 if w in ("precede", "precedes") else 2
     if w in ("after", "upon") or w in ("follow", "follows") or (w == "until" and until_after):
         return "after", 1
+    if w == "without" and before and nxt.endswith("ing") and nxt not in ("waiting", "awaiting"):
+        return "after", 1  # "record calls without asking consent": asking first, negated by the clause's cue
     if w == "without" and nxt in ("waiting", "awaiting"):  # "ship without waiting for payment": ship first
         return "before", 3 if i + 2 < len(toks) and toks[i + 2].text in ("for", "until", "till") else 2
     if w in _WAIT and nxt in ("for", "until", "till"):  # "Y must wait for X"; "wait for X before Y": X's segment

@@ -17,6 +17,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 from functools import lru_cache
+from pathlib import Path
 
 _TOKEN = re.compile(
     r"(?P<ident>[A-Za-z][A-Za-z0-9]*(?:_[A-Za-z0-9]+)+|[a-z]+(?:[A-Z][a-z0-9]+)+)(?:\(\))?"
@@ -68,14 +69,23 @@ _DOUBLE = re.compile(r"([bdfglmnprt])\1$")
 CONDITION_WORDS = frozenset({"if", "when", "whenever", "unless", "while", "provided"})
 
 
+@lru_cache(maxsize=1)
+def _irregular() -> dict[str, str]:
+    """Irregular verb forms (``kept`` → ``keep``) from WordNet's ``verb.exc`` (``data/irregular.tsv``)."""
+    path = Path(__file__).with_name("data") / "irregular.tsv"
+    return dict(line.split("\t") for line in path.read_text(encoding="utf-8").splitlines()
+                if line and not line.startswith("#"))
+
+
 @lru_cache(maxsize=65536)
 def stem(word: str) -> str:
     """A light suffix-stripping stemmer (consistent, not linguistic): ``queries``/``querying`` → ``queri``;
     nominalisations meet their verbs (``verification``/``verify``, ``inspection``/``inspect``,
-    ``approval``/``approve``, ``escalation``/``escalate``)."""
+    ``approval``/``approve``, ``escalation``/``escalate``), and irregular forms their verb (``kept``/``keep``)."""
     w = word.lower()
     if "_" in w or len(w) <= 3 or not w.isalpha():
         return w
+    w = _irregular().get(w, w)
     for suf in _SUFFIXES:
         if not w.endswith(suf) or len(w) - len(suf) < 3:
             continue
@@ -92,7 +102,7 @@ def stem(word: str) -> str:
         w = w[:-1] + "i"
     if len(w) > 4 and _DOUBLE.search(w):
         w = w[:-1]
-    if len(w) >= 7 and w.endswith("at"):  # validate / validation, escalate / escalation
+    if len(w) >= 6 and w.endswith("at"):  # validate / validation, migrate / migration
         w = w[:-2]
     elif len(w) >= 6 and w.endswith("val"):  # approval / approve, removal / remove
         w = w[:-2]

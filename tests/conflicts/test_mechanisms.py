@@ -182,3 +182,17 @@ def test_numbers_with_thousands_and_scales():
 ])
 def test_more_general_cues(detector, a, b, expected, kind):
     _check(detector, a, b, expected, kind)
+
+
+def test_irregular_verb_forms_meet_their_verb():
+    assert stem("kept") == stem("keep") and stem("wrote") == stem("writing") and stem("bought") == stem("buy")
+    assert stem("ground") != stem("grind")  # a noun too: left as it is
+
+
+@pytest.mark.parametrize("a, b, expected", [
+    ("Ask for the customer's consent before recording the call.",
+     "Calls can be recorded without asking for the customer's consent.", True),
+    ("Never record a call without asking for consent.", "Ask for consent before recording a call.", False),
+])
+def test_without_a_gerund_denies_the_step_before(detector, a, b, expected):
+    _check(detector, a, b, expected)

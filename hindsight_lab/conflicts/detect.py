@@ -118,7 +118,7 @@ class OfflineDetector:
         every case, the other's included, so a condition on one side only sets nothing apart."""
         cx, cy = x.condition, y.condition
         if cx and cy:
-            return overlap(cx, cy) > 0.5
+            return soft_overlap(cx, cy) > 0.5
         return True
 
     @staticmethod
@@ -218,11 +218,13 @@ def soft_overlap(a: frozenset[str], b: frozenset[str]) -> float:
 
 def _other_times(ax: tuple[str, frozenset[str]], ay: tuple[str, frozenset[str]]) -> bool:
     """Whether two statements hold at different times: "keep it open until X" and "close it after X" (one period
-    ends where the other begins), or "after X" and "after Y" with X and Y unlike."""
+    ends where the other begins), or "after X" and "after Y" with X and Y unlike. ("Until X" against "after Y"
+    overlap, so they may clash.)"""
     (mx, wx), (my, wy) = ax, ay
     if not (mx and my):
         return False
-    return overlap(wx, wy) < 0.5 or mx != my
+    same_moment = overlap(wx, wy) >= 0.6
+    return (same_moment and mx != my) or (not same_moment and mx == my)
 
 
 def _other_topics(tx: str, ty: str, x: Analysis, y: Analysis) -> bool:

@@ -6,9 +6,11 @@ followed by Y``, tool chains ``A → B → C``, and orders stated through condit
 (English subject-auxiliary inversion after a fronted *only*), ``once X`` / ``as soon as X`` (read as *after X*),
 ``do not Y until X`` (a negated *until*: Y only after X), ``Y must wait for X`` / ``wait for X before Y``, ``X is a
 precondition / prerequisite for Y``, ``Y upon X``, ``Y without waiting for X`` (Y first), ``Y without X-ing`` (X
-before Y, denied), ``Y only when / only if X`` (a necessary condition comes first). An ordering is negative in a clause that is negated or says the action failed
-("T failed when called after P"); a chain in such a clause claims nothing (it reports a path, not which step was
-wrong).
+before Y, denied), ``Y only when / only if X`` (a necessary condition comes first),
+``Y while X is pending`` (Y before X), ``Y immediately`` / ``upfront`` / ``right away`` (before the rule's other
+actions, unless an order marker follows), ``Y eventually`` / ``subsequently`` (after them). An ordering is negative
+in a clause that is negated or says the action failed ("T failed when called after P"); a chain in such a clause
+claims nothing (it reports a path, not which step was wrong).
 
 Examples:
     >>> from hindsight_lab.conflicts.text import sentences
@@ -20,13 +22,19 @@ Examples:
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Callable
 
 from .lexicon import FAILURE, NEGATION, failed_clause, is_verb, negative
 from .text import Token, clauses, content, ident_parts
 
 _DETERMINERS = frozenset({"the", "a", "an", "this", "that", "its", "their", "our", "your", "any", "each", "all",
                           "every", "some"})
-_LAST = frozenset({"afterwards", "afterward", "later", "finally"})
+_LAST = frozenset({"afterwards", "afterward", "later", "finally", "eventually", "subsequently", "retroactively"})
+_FIRST = frozenset({"immediately", "upfront", "beforehand"})
+_FIRST_PAIRS = (("right", "away"), ("straight", "away"), ("at", "once"), ("in", "advance"), ("up", "front"))
+#: States of a step not done yet: "ship while the payment is pending" ships before the payment.
+_PENDING = frozenset({"pending", "outstanding", "unpaid", "unconfirmed", "unapproved", "unverified", "unsigned",
+                      "incomplete", "unresolved", "ongoing", "yet", "progress"})
 _WAIT = frozenset({"wait", "waits", "await", "awaits"})
 _PRECONDITION = frozenset({"precondition", "preconditions", "prerequisite", "prerequisites"})
 
@@ -209,10 +217,12 @@ def orders(sents: list[list[Token]]) -> list[Order]:
                 for a in range(len(chain)):
                     for c in range(a + 1, len(chain)):
                         add(chain[a], chain[c], True)
+    _pending_orders(all_segs, add)
     for si, j, seg in actions:
         words = [t.text for t in seg.tokens]
-        is_first = (words and words[-1] == "first") or (j + 1 < len(all_segs[si])
-                                                         and all_segs[si][j + 1].boundary == "and")
+        nxt = all_segs[si][j + 1].boundary if j + 1 < len(all_segs[si]) else ""
+        is_first = (words and words[-1] == "first") or nxt == "and" or (
+            nxt not in ("before", "after") and _says_first(words))  # "notify immediately after X": not first
         is_last = bool(set(words) & _LAST) or _at_the_end(words) or (words and words[-1] == "last")
         opening = j == 0 and words[:1] == ["first"] and len(words) > 1
         if not (is_first or is_last or opening):
@@ -227,6 +237,24 @@ def orders(sents: list[list[Token]]) -> list[Order]:
             if is_last:
                 add(oe, me, seg.positive, seg.failed)
     return out
+
+
+def _says_first(words: list[str]) -> bool:
+    return bool(set(words) & _FIRST) or any(p in zip(words, words[1:]) for p in _FIRST_PAIRS)
+
+
+def _pending_orders(all_segs: list[list[_Seg]], add: Callable[..., None]) -> None:
+    """A condition that a step is not done yet ("while the payment is pending", "even if the form is unsigned")
+    puts the clause's action before that step."""
+    for si, segs in enumerate(all_segs):
+        for j, seg in enumerate(segs):
+            if not seg.cond or not any(t.text in _PENDING for t in seg.tokens):
+                continue
+            step = _event([t for t in seg.tokens if t.text not in _PENDING])
+            main = next((s for s in reversed(segs[:j]) if not s.cond and s.clause == seg.clause and _event(s.tokens)),
+                        None) or next((s for s in segs[j + 1:] if not s.cond and _event(s.tokens)), None)
+            if main is not None:
+                add(main.event("end"), step, main.positive, main.failed)
 
 
 def _last_event_seg(all_segs: list[list[_Seg]], si: int) -> _Seg | None:

@@ -53,6 +53,7 @@ call calls called calling use uses used using make makes made making get gets ge
 always usually often first then next afterwards afterward later finally before after prior ahead
 task tasks thing things way ways step steps case cases time ever yet still already now
 instead directly please sure one's etc via through come comes came coming
+immediately upfront beforehand eventually subsequently retroactively
 more most less least fewer many much few several up down out off between among across per within
 """.split())
 

@@ -196,3 +196,20 @@ def test_irregular_verb_forms_meet_their_verb():
 ])
 def test_without_a_gerund_denies_the_step_before(detector, a, b, expected):
     _check(detector, a, b, expected)
+
+
+@pytest.mark.parametrize("a, b, expected", [
+    # a step not done yet: the clause's action comes before it
+    ("Activate the SIM only after the customer's identity is verified.",
+     "Activate the SIM while identity verification is still pending.", True),
+    ("Ship orders while the warehouse audit is pending.", "Audit the warehouse every quarter.", False),
+    # "immediately", "upfront": before the rule's other actions, unless an order marker follows
+    ("The deposit must be collected before the keys are handed over.",
+     "Hand over the keys immediately and collect the deposit at the end of the stay.", True),
+    ("Notify the customer immediately after the refund is issued.", "Issue the refund after the return arrives.",
+     False),
+    # "until X" against "after Y": two periods that overlap, so opposite advice clashes
+    ("Keep the ticket open until the customer confirms the fix.", "Close the ticket once the fix is shipped.", True),
+])
+def test_pending_steps_immediate_actions_and_periods(detector, a, b, expected):
+    _check(detector, a, b, expected)

@@ -108,6 +108,7 @@ def _verb_senses() -> dict[str, tuple[frozenset[str], frozenset[str]]]:
     return {k: (frozenset(a), frozenset(b)) for k, (a, b) in table.items()}
 
 
+@lru_cache(maxsize=262144)
 def same_action(a: str, b: str) -> bool:
     """Whether verb stems ``a`` and ``b`` name the same action (equal, synonyms, or one the other's hypernym).
 
@@ -147,6 +148,7 @@ def _affixed(a: str, b: str) -> bool:
     return a.endswith("ful") and b == a[:-3] + "less"
 
 
+@lru_cache(maxsize=262144)
 def opposite(a: str, b: str, word_a: str = "", word_b: str = "") -> str:
     """Whether stems ``a`` and ``b`` (of words ``word_a``, ``word_b``) are opposites: ``"v"`` for verbs (a
     predicate and its opposite), ``"a"`` for adjectives and negative affixes (which may also tell two cases apart:
@@ -170,6 +172,7 @@ def opposite(a: str, b: str, word_a: str = "", word_b: str = "") -> str:
     return ""
 
 
+@lru_cache(maxsize=262144)
 def opposite_or_synonym(a: str, b: str, word_a: str = "", word_b: str = "") -> str:
     """:func:`opposite`, or a verb opposite of a synonym (:func:`same_action`) of the other: ``deny`` is the
     opposite of ``grant``, a synonym of ``approve``... only when WordNet says so for both links."""

@@ -16,7 +16,7 @@ Examples:
     >>> from hindsight_lab.conflicts.text import sentences
     >>> [(sorted(o.first.stems), sorted(o.then.stems), o.positive)
     ...  for o in orders(sentences("Do not ship the parcel until the payment clears."))]
-    [(['clear', 'payment'], ['parcel', 'ship'], True)]
+    [(['clear', 'pay'], ['parcel', 'ship'], True)]
 """
 
 from __future__ import annotations

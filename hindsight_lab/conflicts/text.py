@@ -149,10 +149,10 @@ def normalise(text: str) -> str:
     return _INVERSION.sub(lambda m: f"{m.group(1)}, {m.group(2)}", text)
 
 
-def tokenize(text: str) -> list[Token]:
+def tokenize(text: str, *, normalised: bool = False) -> list[Token]:
     """Tokens of ``text`` (already :func:`normalise` d or not); identifiers keep their case-insensitive form."""
     out = []
-    for m in _TOKEN.finditer(normalise(text)):
+    for m in _TOKEN.finditer(text if normalised else normalise(text)):
         kind = m.lastgroup or "word"
         raw = m.group(kind)
         low = raw.lower() if kind != "ident" else _ident(raw)
@@ -246,7 +246,7 @@ def sentences(text: str) -> list[list[Token]]:
     out = []
     for part in parts:
         for piece in re.split(r"[;!?]|\.(?=\s|$)", part):
-            toks = tokenize(piece)
+            toks = tokenize(piece, normalised=True)
             if any(t.kind != "punct" for t in toks):
                 out.append(toks)
     return out

@@ -1,7 +1,8 @@
-"""Build ``hindsight_lab/conflicts/data/opposites.tsv`` from the WordNet 3.0 database files.
+"""Build the offline detector's word data (``hindsight_lab/conflicts/data/*.tsv``) from the WordNet 3.0 files.
 
-Source: Princeton WordNet 3.0 (the Debian/Ubuntu package ``wordnet-base`` installs its ``data.*`` and ``index.*``
-files under ``/usr/share/wordnet``); licence: the WordNet 3.0 licence, copied to ``data/WORDNET_LICENSE``.
+Source: Princeton WordNet 3.0 (the Debian package ``wordnet-base`` installs its ``data.*``, ``index.*`` and
+``verb.exc`` files; ``dpkg -L wordnet-base`` shows where); licence: the WordNet 3.0 licence, copied to
+``data/WORDNET_LICENSE``.
 
 Kept, for verbs and adjectives (``!`` antonym pointers, described in WordNet's ``wndb(5WN)`` and ``wnintro(5WN)``):
 
@@ -14,14 +15,16 @@ Kept, for verbs and adjectives (``!`` antonym pointers, described in WordNet's `
 
 Only senses a word commonly has are used: a lemma's sense must be among its first ``--max-rank`` senses (WordNet
 orders senses by their frequency in the SemCor tagged corpus), which drops rare readings such as ``keep`` meaning
-"prevent" (so ``keep`` is not made the opposite of ``allow``). Multi-word verb lemmas are kept with ``_`` (``leave_out``); adjectives are single words.
+"prevent" (so ``keep`` is not made the opposite of ``allow``). Multi-word verb lemmas are kept with ``_``
+(``leave_out``); adjectives are single words.
 
 With ``--verbs-out``, also the synsets of each single-word verb's first two senses and their direct hypernyms
 (``data/verbs.tsv``): two verbs name the same action when one of them is a synonym or a direct hypernym of the other
 (``update`` → {change, alter, modify}, so ``update`` ~ ``modify``).
 
-With ``--irregular-out``, the irregular verb forms of ``verb.exc`` (``kept`` → ``keep``; forms that are also nouns, such as
-``ground``, or adjectives of the opposites, such as ``paid``, left out), so that the stemmer meets "kept" and "keep" (``data/irregular.tsv``).
+With ``--irregular-out``, the irregular verb forms of ``verb.exc`` (``kept`` → ``keep``; forms that are also
+nouns, such as ``ground``, or adjectives of the opposites, such as ``paid``, left out), so that the stemmer meets
+"kept" and "keep" (``data/irregular.tsv``).
 
 Usage: ``python scripts/build_opposites.py --wordnet DIR --out hindsight_lab/conflicts/data/opposites.tsv
 --verbs-out hindsight_lab/conflicts/data/verbs.tsv --irregular-out hindsight_lab/conflicts/data/irregular.tsv``

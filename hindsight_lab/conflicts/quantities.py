@@ -14,9 +14,9 @@ and percentages, sufficiency and necessity.
   is N*, at least N.
 - **Sufficiency and necessity**: *N X is enough / suffices / is sufficient* allows no requirement above N (≤ N);
   *N X are required / needed / necessary / mandatory* requires at least N (≥ N).
-- **Units**: durations are converted to days (*second* … *year*, a month as a twelfth of a year), money (``$``, *dollars*,
-  *USD*, ``€``, ``£``) and percentages are one unit each; any other unit is the content words that follow the
-  number.
+- **Units**: durations are converted to days (*second* … *year*, a month as a twelfth of a year), money (``$``,
+  *dollars*, *USD*, ``€``, ``£``) and percentages are one unit each; any other unit is the content words that
+  follow the number.
 
 Examples:
     >>> from hindsight_lab.conflicts.text import tokenize
@@ -54,10 +54,11 @@ _BEFORE = {
            "capped at", "cap of", "a cap of", "limited to", "limit of", "a limit of", "within", "no later than",
            "not later than", "no longer than", "not longer than", "no over", "as many as", "as much as",
            "as long as"),
-    "lt": ("less than", "fewer than", "under", "below", "shorter than", "earlier than", "sooner than", "newer than", "before",
-           "younger than"),
+    "lt": ("less than", "fewer than", "under", "below", "shorter than", "earlier than", "sooner than", "newer than",
+           "before", "younger than"),
     "ge": ("at least", "no fewer than", "no less than", "not less than", "not fewer than", "minimum of",
-           "a minimum of", "minimum", "min", "no sooner than", "no earlier than", "not before", "as few as", "as little as"),
+           "a minimum of", "minimum", "min", "no sooner than", "no earlier than", "not before", "as few as",
+           "as little as"),
     "gt": ("more than", "over", "above", "beyond", "exceeding", "exceeds", "exceed", "surpass", "surpassing",
            "greater than", "longer than", "later than", "in excess of", "older than", "after"),
     "eq": ("exactly", "only", "just", "precisely"),

@@ -63,8 +63,8 @@ _NUMBER_WORDS = {w: float(i) for i, w in enumerate(
         "twenty thirty forty fifty sixty seventy eighty ninety".split(), 2)} | {
     "hundred": 100.0, "thousand": 1000.0, "dozen": 12.0, "once": 1.0, "twice": 2.0, "thrice": 3.0}
 
-_SUFFIXES = ("ications", "ication", "ational", "ations", "ation", "tions", "tion", "sions", "sion", "ments", "ment", "ings", "ing", "edly", "ied", "ies", "ed", "able",
-             "ible", "ness", "ly", "es", "s")
+_SUFFIXES = ("ications", "ication", "ational", "ations", "ation", "tions", "tion", "sions", "sion", "ments", "ment",
+             "ings", "ing", "edly", "ied", "ies", "ed", "able", "ible", "ness", "ly", "es", "s")
 _DOUBLE = re.compile(r"([bdfglmnprt])\1$")
 
 CONDITION_WORDS = frozenset({"if", "when", "whenever", "unless", "while", "provided"})

@@ -81,20 +81,6 @@ def _key(lemma: str) -> str:
 
 
 @lru_cache(maxsize=1)
-def phrasal_verbs() -> dict[str, frozenset[str]]:
-    """``verb stem -> particles`` of the multi-word verbs in the opposites list (``leave`` → ``{out, off}``)."""
-    out: dict[str, set[str]] = {}
-    for line in _DATA.read_text(encoding="utf-8").splitlines():
-        if line.startswith("#"):
-            continue
-        for lemma in line.split("\t")[:2]:
-            parts = lemma.split("_")
-            if len(parts) == 2 and parts[1] in ("out", "off", "down", "up", "away", "back"):
-                out.setdefault(stem(parts[0]), set()).add(parts[1])
-    return {k: frozenset(v) for k, v in out.items()}
-
-
-@lru_cache(maxsize=1)
 def _verb_senses() -> dict[str, tuple[frozenset[str], frozenset[str]]]:
     """``verb stem -> (its synsets, their direct hypernyms)``, merged over the verbs of one stem."""
     table: dict[str, tuple[set[str], set[str]]] = {}

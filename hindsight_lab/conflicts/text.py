@@ -161,14 +161,30 @@ def tokenize(text: str, *, normalised: bool = False) -> list[Token]:
     return _join_particles(out)
 
 
+@lru_cache(maxsize=1)
+def phrasal_verbs() -> dict[str, frozenset[str]]:
+    """``verb stem -> particles`` of the multi-word verbs in the opposites list (``leave`` → ``{out, off}``)."""
+    out: dict[str, set[str]] = {}
+    for line in _OPPOSITES.read_text(encoding="utf-8").splitlines():
+        if line.startswith("#"):
+            continue
+        for lemma in line.split("\t")[:2]:
+            parts = lemma.split("_")
+            if len(parts) == 2 and parts[1] in ("out", "off", "down", "up", "away", "back"):
+                out.setdefault(stem(parts[0]), set()).add(parts[1])
+    return {k: frozenset(v) for k, v in out.items()}
+
+
+
+#: The opposites list (:mod:`.lexicon`), whose multi-word verbs the tokenizer joins with their particle.
+_OPPOSITES = Path(__file__).with_name("data") / "opposites.tsv"
+
 _IRREGULAR = {"left": "leave", "took": "take", "taken": "take", "kept": "keep", "shut": "shut", "turned": "turn"}
 
 
 def _join_particles(tokens: list[Token]) -> list[Token]:
     """A phrasal verb of the lexicon with its particle as one token, the particle up to three words later ("leave
     the receipt out" → ``leavout`` the receipt)."""
-    from .lexicon import phrasal_verbs
-
     table = phrasal_verbs()
     out = list(tokens)
     for i, t in enumerate(out):

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import argparse
 import csv
+import gzip
 import json
 import math
 import re
@@ -57,9 +58,14 @@ def compare_json(rel: str, a: Path, b: Path, tol: float) -> Iterator[tuple[str, 
             yield f"{rel}:{key}", left.get(key, "<missing>"), right.get(key, "<missing>")
 
 
+def _rows(path: Path) -> list[dict[str, str]]:
+    opener = gzip.open if path.suffix == ".gz" else open
+    with opener(path, "rt", newline="") as fh:
+        return list(csv.DictReader(fh))
+
+
 def compare_csv(rel: str, a: Path, b: Path, tol: float) -> Iterator[tuple[str, Any, Any]]:
-    with a.open(newline="") as fa, b.open(newline="") as fb:
-        left, right = list(csv.DictReader(fa)), list(csv.DictReader(fb))
+    left, right = _rows(a), _rows(b)
     if len(left) != len(right):
         yield f"{rel}:<rows>", len(left), len(right)
         return
@@ -72,17 +78,26 @@ def compare_csv(rel: str, a: Path, b: Path, tol: float) -> Iterator[tuple[str, A
             yield f"{rel}:{col}", f"{len(diffs)} rows, first row {i}: {x}", y
 
 
+def _files(root: Path) -> dict[str, Path]:
+    """``{name without .gz: path}`` of the JSON and CSV files under ``root`` (a baseline keeps its CSVs gzipped)."""
+    out = {}
+    for p in root.rglob("*"):
+        name = str(p.relative_to(root)).removesuffix(".gz")
+        if name.endswith((".json", ".csv")):
+            out[name] = p
+    return out
+
+
 def compare(before: Path, after: Path, ignore: list[str], tol: float) -> list[tuple[str, Any, Any]]:
     patterns = [re.compile(p) for p in ignore]
     out = []
-    files = sorted({p.relative_to(before) for p in before.rglob("*") if p.suffix in (".json", ".csv")}
-                   | {p.relative_to(after) for p in after.rglob("*") if p.suffix in (".json", ".csv")})
-    for rel in files:
-        a, b = before / rel, after / rel
-        if not (a.is_file() and b.is_file()):
-            out.append((str(rel), "present" if a.is_file() else "missing", "present" if b.is_file() else "missing"))
+    left, right = _files(before), _files(after)
+    for rel in sorted(set(left) | set(right)):
+        a, b = left.get(rel), right.get(rel)
+        if a is None or b is None:
+            out.append((rel, "present" if a else "missing", "present" if b else "missing"))
             continue
-        found = compare_json(str(rel), a, b, tol) if rel.suffix == ".json" else compare_csv(str(rel), a, b, tol)
+        found = compare_json(rel, a, b, tol) if rel.endswith(".json") else compare_csv(rel, a, b, tol)
         out += [d for d in found if not any(p.search(d[0]) for p in patterns)]
     return out
 

@@ -47,32 +47,50 @@ def run_sweep(args: argparse.Namespace) -> int:
     result = run_sweep(spec, trials=args.trials, mlflow=args.mlflow, baselines=args.baselines,
                        show_progress=args.progress, echo=print)
     print_sweep(result, args.top)
-    if args.out and result.best_config is not None:
+    if args.out and result.chosen_config is not None:
         from ..export import export_config
         from ..sweep.run import with_provenance
 
         export_config(with_provenance(result), args.out)
-        print(f"best config written to {args.out}")
+        kept = "the base config (no trial beat it by more than luck)" if result.chosen is None \
+            else f"trial {result.chosen}"
+        print(f"chosen config ({kept}) written to {args.out}")
     return 0
 
 
 def print_sweep(result: "SweepResult", top: int) -> None:
     import pandas as pd
 
-    obj = result.spec.objective.metric
-    cols = ["number", *result.spec.fields, f"dev.{obj}", f"test.{obj}", "dev.tokens_median"]
+    label = result.spec.objective.label
+    cols = ["number", *result.spec.fields, "cv.mean", "cv.se", "dev.ndcg@5", "dev.tokens_median"]
     with pd.option_context("display.width", 200, "display.max_columns", 30, "display.precision", 4):
-        print(f"\ntop {top} of {len(result.trials)} trials (by dev {obj}):")
+        print(f"\ntop {top} of {len(result.trials)} trials (by {label}, cross-validated by task on dev):")
         print(result.top(top)[[c for c in cols if c in result.trials]].to_string(index=False))
+        print("\n" + selection_text(result.selection))
         heads = [f"{s}.{m}" for s in ("dev", "test") for m in ("ndcg@5", "hit@5", "recall@10", "tokens_median")]
-        print("\nbase, best and baselines:")
+        print("\nbase, chosen, best and baselines (test scored once, here):")
         print(result.comparison[[c for c in heads if c in result.comparison]].to_string())
     t = result.timing
     print(f"\ntiming: load {t['load_s']:.1f} s, replays for the cache {t['capture_s']:.1f} s, evaluation "
           f"{t['eval_s']:.2f} s ({len(result.trials)} trials), baselines {t['baselines_s']:.1f} s, MLflow "
           f"{t['mlflow_s']:.1f} s")
     if result.parent_run_id:
-        print(f"MLflow parent run {result.parent_run_id}; best trial run {result.best_run_id}")
+        print(f"MLflow parent run {result.parent_run_id}; chosen trial run {result.chosen_run_id or '— (the base)'}")
+
+
+def selection_text(sel: dict) -> str:
+    """The choice in words: what was chosen, the gains, the optimism of the best of N, the held-out check."""
+    if not sel:
+        return "no valid trial"
+    return (f"chosen: {sel['chosen']} ({sel['rule']}; {sel['folds']} folds, {sel['candidates']} candidates)\n"
+            f"  CV {sel['objective']}: base {sel['base_cv']:.4f} ± {sel['base_se']:.4f}, chosen "
+            f"{sel['chosen_cv']:.4f} ± {sel['chosen_se']:.4f}, best (trial {sel['best']}) {sel['best_cv']:.4f} "
+            f"± {sel['best_se']:.4f}\n"
+            f"  best gain {sel['best_gain']:+.4f} against an optimism of {sel['optimism']:+.4f} (what the best of "
+            f"{sel['candidates']} gains when none differs from the base; {1 - sel['level']:.0%} of such draws stay "
+            f"below {sel['luck_bar']:+.4f}), p = {sel['p_value']:.3f}\n"
+            f"  the rule on folds it did not see: gain {sel['holdout_gain']:+.4f} "
+            f"({', '.join(f'{g:+.3f}' for g in sel['holdout_gain_by_fold'])})")
 
 
 def run_export(args: argparse.Namespace) -> int:

@@ -13,7 +13,7 @@ Checks, in order (the first that fires gives the verdict's ``kind``):
   "business class"), they are taken to be about different cases.
 
 Conditions (*if*, *when*, *For … tasks*) must be compatible: when both rules have one they must share more than half
-of the smaller one's content words; when only one has a condition, half of its words must appear in the other rule.
+of the smaller one's content words; a rule without a condition holds in the other's case too.
 
 Examples:
     >>> d = OfflineDetector()
@@ -28,7 +28,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from .claims import Analysis, Event, analyse
+from .claims import Analysis, Event, Instrument, analyse
+from .lexicon import LIGHT_VERBS, opposite, opposite_or_synonym, same_action
+from .quantities import compatible_bounds
 from .text import overlap
 
 KINDS: tuple[str, ...] = ("order", "negation", "tool", "quantity")
@@ -52,9 +54,12 @@ class Verdict:
 
 
 def _match(a: Event, b: Event) -> float:
+    """How far two actions are the same (0 when one does the opposite of the other: "keep X open" / "close X")."""
     if a.ident and b.ident:
         return 1.0 if a.ident == b.ident else 0.0
-    return overlap(a.stems, b.stems)
+    if any(opposite(u, v) for u in a.stems - b.stems for v in b.stems - a.stems):
+        return 0.0
+    return soft_overlap(a.stems, b.stems)
 
 
 def _name(e: Event) -> str:
@@ -108,13 +113,12 @@ class OfflineDetector:
 
     # ------------------------------------------------------------------ checks (each one direction)
     def _conditions_compatible(self, x: Analysis, y: Analysis) -> bool:
+        """Rules under different conditions are compatible: when both have one, they must share more than half of
+        the smaller one's words ("the user is angry" ≠ "the user asks …"). A rule without a condition holds in
+        every case, the other's included, so a condition on one side only sets nothing apart."""
         cx, cy = x.condition, y.condition
-        if cx and cy:  # more than half of the smaller condition shared ("the user is angry" ≠ "the user asks …")
-            return overlap(cx, cy) > 0.5
-        if cx or cy:
-            cond, other = (cx, y) if cx else (cy, x)
-            return overlap(cond, other.content | other.condition) >= 0.5 or len(cond) <= 1 and not cond.isdisjoint(
-                other.content)
+        if cx and cy:
+            return soft_overlap(cx, cy) > 0.5
         return True
 
     @staticmethod
@@ -140,8 +144,36 @@ class OfflineDetector:
                 strong = any("_" in w for w in shared)
                 if not (neg.focus & shared):
                     continue
-                if (len(shared) >= 2 or strong) and len(shared) / len(neg.content) >= self.min_overlap:
+                # "leave the receipt out" against "attach the receipt": the exclusion verb is the predicate, so
+                # its object alone is enough when all of it is shared
+                whole = neg.exclusion and shared == neg.content
+                if (len(shared) >= 2 or strong or whole) and len(shared) / len(neg.content) >= self.min_overlap:
                     return "negated in one, asserted in the other: " + " ".join(sorted(shared)[:6])
+        return self._opposites(x, y)
+
+    def _opposites(self, x: Analysis, y: Analysis) -> str:
+        """A predicate and its opposite (:func:`.lexicon.opposite`) with the same polarity, about the same thing
+        (the rest shared, no other modifier of the same word on each side)."""
+        for sx in x.statements:
+            for sy in (s for s in y.statements if s.negative == sx.negative):
+                if _other_topics(sx.topic, sy.topic, x, y) or _other_times(sx.anchor, sy.anchor):
+                    continue
+                for u, wu in sx.forms:
+                    for v, wv in sy.forms:
+                        kind = "" if u in sy.content or v in sx.content else opposite_or_synonym(u, v, wu, wv)
+                        if not kind:
+                            continue
+                        rest_x, rest_y = sx.content - {u}, sy.content - {v}
+                        shared = rest_x & rest_y
+                        close = overlap(rest_x, rest_y)
+                        if not shared or close < 0.5 or (rest_x - rest_y and rest_y - rest_x and close < 0.75):
+                            continue  # "attach the receipt" / "attaching a photo … optional": other objects
+                        if kind == "a" and any((u, h) in sx.pairs and (v, h) in sy.pairs for h in shared):
+                            continue  # "domestic refunds" / "international refunds": two cases, not a claim
+                        pairs_x = frozenset(p for p in sx.pairs if u not in p)
+                        pairs_y = frozenset(p for p in sy.pairs if v not in p)
+                        if not _modified_apart(pairs_x, pairs_y, rest_x, rest_y):
+                            return f"{wu} vs {wv}: " + " ".join(sorted(shared)[:5])
         return ""
 
     def _tool(self, x: Analysis, y: Analysis) -> str:
@@ -150,9 +182,12 @@ class OfflineDetector:
                 if ix.tools & iy.tools:
                     continue
                 shared = ix.purpose & iy.purpose
-                if len(shared) >= 2 and overlap(ix.purpose, iy.purpose) >= self.min_overlap:
+                # a channel is often the verb itself ("e-mail the receipt"), leaving one word of purpose
+                least = 1 if all(t.startswith("channel:") for t in ix.tools | iy.tools) else 2
+                enough = min(self.min_overlap, 0.5 * least)
+                if (len(shared) >= least and soft_overlap(ix.purpose, iy.purpose) >= enough) or _same_step(ix, iy):
                     return (f"{'/'.join(sorted(ix.tools))} vs {'/'.join(sorted(iy.tools))} for "
-                            + " ".join(sorted(shared)[:5]))
+                            + " ".join(sorted(shared or set(ix.parts) & set(iy.parts))[:5]))
         return ""
 
     def _quantity(self, x: Analysis, y: Analysis) -> str:
@@ -161,21 +196,76 @@ class OfflineDetector:
                 if overlap(qx.unit, qy.unit) < 0.5:
                     continue
                 cx, cy = qx.context, qy.context
-                if cx and cy and (overlap(cx, cy) < self.min_overlap or (cx - cy and cy - cx)):
+                close = soft_overlap(cx, cy) if cx and cy else 1.0
+                # both say things the other does not ("between search calls" / "between free bags"): apart
+                if cx and cy and (close < self.min_overlap or (cx - cy and cy - cx and close < 0.75)
+                                  or _modified_apart(qx.pairs, qy.pairs, cx, cy)
+                                  or _other_topics(qx.topic, qy.topic, x, y)):
                     continue
-                disjoint = qx.high < qy.low or qy.high < qx.low or (
-                    (qx.high == qy.low and ("lt" in (qx.bound,) or qy.bound == "gt"))
-                    or (qy.high == qx.low and ("lt" in (qy.bound,) or qx.bound == "gt")))
-                same_kind = qx.bound == qy.bound or {qx.bound, qy.bound} <= {"le", "lt"} or \
-                    {qx.bound, qy.bound} <= {"ge", "gt"}
-                differ = (qx.low, qx.high) != (qy.low, qy.high)
-                if disjoint or (same_kind and differ):
-                    unit = " ".join(sorted(qx.unit))
-                    return f"{_fmt(qx)} vs {_fmt(qy)} {unit}"
+                if not compatible_bounds(qx, qy):
+                    return f"{_fmt(qx)} vs {_fmt(qy)} {' '.join(sorted(qx.unit))}"
         return ""
 
 
+def soft_overlap(a: frozenset[str], b: frozenset[str]) -> float:
+    """:func:`.text.overlap` where a word also matches a WordNet synonym or hypernym (:func:`.lexicon.same_action`):
+    "keep logs" / "retain logs"."""
+    if not a or not b:
+        return 0.0
+    small, big = (a, b) if len(a) <= len(b) else (b, a)
+    return sum(w in big or any(same_action(w, o) for o in big - small) for w in small) / len(small)
+
+
+def _other_times(ax: tuple[str, frozenset[str]], ay: tuple[str, frozenset[str]]) -> bool:
+    """Whether two statements hold at different times: "keep it open until X" and "close it after X" (one period
+    ends where the other begins), or "after X" and "after Y" with X and Y unlike. ("Until X" against "after Y"
+    overlap, so they may clash.)"""
+    (mx, wx), (my, wy) = ax, ay
+    if not (mx and my):
+        return False
+    same_moment = overlap(wx, wy) >= 0.6
+    return (same_moment and mx != my) or (not same_moment and mx == my)
+
+
+def _other_topics(tx: str, ty: str, x: Analysis, y: Analysis) -> bool:
+    """Whether two clauses are about different things: neither's topic word appears anywhere in the other rule
+    ("Refunds are allowed within 30 days" / "Exchanges are allowed within 60 days")."""
+    return bool(tx and ty and tx not in y.content | y.condition and ty not in x.content | x.condition)
+
+
+def _modified_apart(px: frozenset[tuple[str, str]], py: frozenset[tuple[str, str]], cx: frozenset[str],
+                    cy: frozenset[str]) -> bool:
+    """Whether the two clauses put different modifiers before the same word ("economy passengers" / "business
+    class passengers"): they speak of different cases."""
+    heads_x = {h: m for m, h in px if m not in cy}
+    return any(h in heads_x and m not in cx and m != heads_x[h] for m, h in py)
+
+
+def _action(parts: tuple[str, ...]) -> tuple[str, frozenset[str]]:
+    """The action a tool name says (its first word that is not a light verb) and its other words (the object):
+    ``issue_refund`` → (refund, {}), ``refund_payment`` → (refund, {payment})."""
+    words = list(parts)
+    while len(words) > 1 and words[0] in LIGHT_VERBS:
+        words.pop(0)
+    return (words[0], frozenset(words[1:])) if words else ("", frozenset())
+
+
+def _same_step(ix: Instrument, iy: Instrument) -> bool:
+    """Two tools for the same step: their names say the same action (equal, WordNet synonyms or hypernym) on
+    compatible objects (``update_address`` / ``modify_shipping_address``, ``issue_refund`` / ``refund_payment``)."""
+    if not ix.parts or not iy.parts or len(ix.tools) != 1 or len(iy.tools) != 1:
+        return False
+    (ax, ox), (ay, oy) = _action(ix.parts), _action(iy.parts)
+    obj_x, obj_y = ix.parts[ix.parts.index(ax) + 1:], iy.parts[iy.parts.index(ay) + 1:]
+    if not same_action(ax, ay) or (obj_x and obj_y and obj_x[-1] != obj_y[-1]):
+        return False  # the head of a compound is its last word: reservation_baggages / reservation_flights
+    # search_direct_flight / search_onestop_flight: other kinds of the same thing, two steps
+    return not _modified_apart(frozenset(zip(obj_x, obj_x[1:])), frozenset(zip(obj_y, obj_y[1:])), ox, oy)
+
+
 def _fmt(q: Any) -> str:
+    if q.bound == "range":
+        return f"{q.low:g}–{q.high:g}"
     sym = {"le": "≤", "lt": "<", "ge": "≥", "gt": ">", "eq": "="}[q.bound]
     value = q.high if q.bound in ("le", "lt", "eq") else q.low
     return f"{sym}{value:g}"

@@ -19,6 +19,7 @@ import numpy as np
 from ..config import LabConfig
 from ..errors import ConfigError
 from ..metrics import Judgements
+from ..metrics.modes import MODES, judge_mode
 from ..retrieve.inject import HEADERS, SECTIONS
 from ..retrieve.result import CandidateSet
 from ..trace import Episode
@@ -26,25 +27,51 @@ from ..trace import Episode
 
 @dataclass(frozen=True)
 class EpisodeData:
-    """A loaded episode dataset, its judgements, and what identifies it (``metrics.json``'s ``dataset`` block)."""
+    """A loaded episode dataset, its judgements (``repeat``; ``modes`` holds every judging mode's), and what
+    identifies it (``metrics.json``'s ``dataset`` block)."""
 
     episodes: list[Episode]
     judgements: Judgements
     info: dict[str, Any]
+    modes: dict[str, Judgements] = field(default_factory=dict)
+
+    def mode(self, name: str) -> Judgements:
+        """The judgements of a judging mode (:mod:`hindsight_lab.metrics.modes`)."""
+        return self.judgements if name == "repeat" else self.modes[name]
+
+
+@dataclass(frozen=True)
+class ModeJudging:
+    """What a query's metrics need under one judging mode."""
+
+    ideal: list[int]
+    n_relevant: int
+    n_store_relevant: int
 
 
 @dataclass(frozen=True)
 class CachedQuery:
-    """One judged query: its candidates, their (memory id, source episodes), and what its metrics need."""
+    """One judged query: its candidates, their (memory id, source episodes), and what its metrics need under each
+    judging mode it is a query of (``judged``; ``repeat`` also as ``ideal``, ``n_relevant``, ``n_store_relevant``)."""
 
     query_id: str
     group: str
     order: int
     candidates: CandidateSet
     items: list[tuple[str, tuple[str, ...]]]
-    ideal: list[int]
-    n_relevant: int
-    n_store_relevant: int
+    judged: dict[str, ModeJudging]
+
+    @property
+    def ideal(self) -> list[int]:
+        return self.judged["repeat"].ideal
+
+    @property
+    def n_relevant(self) -> int:
+        return self.judged["repeat"].n_relevant
+
+    @property
+    def n_store_relevant(self) -> int:
+        return self.judged["repeat"].n_store_relevant
 
 
 @dataclass
@@ -58,10 +85,18 @@ class ReplayCache:
     header_tokens: np.ndarray
     dataset: dict[str, Any]
     timing: dict[str, float] = field(default_factory=dict)
+    modes: dict[str, Judgements] = field(default_factory=dict)
+
+    def mode_queries(self, mode: str = "repeat") -> list[CachedQuery]:
+        """The queries of a judging mode, in replay order."""
+        return [q for q in self.queries if mode in q.judged]
+
+    def mode_judgements(self, mode: str = "repeat") -> Judgements:
+        return self.judgements if mode == "repeat" else self.modes[mode]
 
     @property
     def query_ids(self) -> list[str]:
-        return [q.query_id for q in self.queries]
+        return [q.query_id for q in self.mode_queries()]
 
     @property
     def groups(self) -> dict[str, str]:
@@ -79,9 +114,9 @@ def load_episode_data(path: str | Path | Sequence[str | Path], *, format: str = 
     if any((detect_format(p) if format == "auto" else format) == "locomo" for p in paths):
         raise ConfigError(f"{paths[0]}: sweeps replay episode datasets; LoCoMo conversations are not supported yet")
     episodes, info = load_history(paths, format=format, strict=not skip_invalid, limit_tasks=limit)
-    judgements = Judgements.from_episodes(episodes)
+    modes = {mode: judge_mode(episodes, mode) for mode in MODES}
     info = {**info, "n_episodes": len(episodes), "limit": limit}
-    return EpisodeData(episodes, judgements, info)
+    return EpisodeData(episodes, modes.pop("repeat"), info, modes)
 
 
 def capture(data: EpisodeData, config: LabConfig, *, embedder: Any, top_k: int = 10, token_budget: int | None = None,
@@ -105,25 +140,25 @@ def capture(data: EpisodeData, config: LabConfig, *, embedder: Any, top_k: int =
         systems = build_systems(["hindsight"], config=config, embedder=embedder, top_k=top_k, token_budget=budget,
                                 root=str(workdir or tmp), capture=True)
         try:
-            run = run_episodes(data.episodes, systems, query_ids=set(data.judgements.query_ids),
-                               show_progress=show_progress)
+            asked = {q for name in ("repeat", *data.modes) for q in data.mode(name).query_ids}
+            run = run_episodes(data.episodes, systems, query_ids=asked, show_progress=show_progress)
             captured: Sequence[CandidateSet] = systems[0].captured  # type: ignore[attr-defined]
             replayed = systems[0].mem.config_  # type: ignore[attr-defined]
         finally:
             for s in systems:
                 s.close()
-    judgements = data.judgements
     kmax = max(top_k, 10)
     queries = []
+    by_mode = {name: (data.mode(name), set(data.mode(name).query_ids)) for name in ("repeat", *data.modes)}
     for rec in run.queries:
         cands = captured[rec.order]
-        queries.append(CachedQuery(
-            rec.query_id, rec.group or rec.query_id, rec.order, cands,
-            [(r.id, tuple(r.source_episode_ids)) for r in cands.records],
-            judgements.ideal(rec.query_id, kmax), judgements.n_relevant(rec.query_id),
-            judgements.n_store_relevant(rec.query_id, rec.stored or [])))
+        judged = {name: ModeJudging(j.ideal(rec.query_id, kmax), j.n_relevant(rec.query_id),
+                                    j.n_store_relevant(rec.query_id, rec.stored or []))
+                  for name, (j, qset) in by_mode.items() if rec.query_id in qset}
+        queries.append(CachedQuery(rec.query_id, rec.group or rec.query_id, rec.order, cands,
+                                   [(r.id, tuple(r.source_episode_ids)) for r in cands.records], judged))
     count = TokenCounter.for_embedder(embedder).count
     header = np.array([count(HEADERS[s]) for s in SECTIONS], dtype=np.int64)
     info = dict(data.info, top_k=top_k, token_budget=budget)
-    return ReplayCache(queries, judgements, replayed, top_k, header, info,
-                       {"replay_s": time.perf_counter() - start})
+    return ReplayCache(queries, data.judgements, replayed, top_k, header, info,
+                       {"replay_s": time.perf_counter() - start}, dict(data.modes))

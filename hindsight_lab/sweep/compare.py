@@ -1,5 +1,6 @@
-"""The comparison table of a sweep: the base and the best config from the cached evaluator, with bootstrap intervals,
-and the ``none``, ``dense`` and ``bm25`` baselines replayed on the same splits."""
+"""The comparison table of a sweep: the base config, the chosen one and the best trial from the cached evaluator, with
+bootstrap intervals, and the ``none``, ``dense`` and ``bm25`` baselines replayed on the same splits. This is where
+the test split is scored: once, at the end, for the configs compared."""
 
 from __future__ import annotations
 
@@ -12,24 +13,22 @@ from ..config import LabConfig
 from ..replay.report import HEADLINE, METRICS
 from .result import SPLITS
 from .spec import SweepSpec
-from .trials import SweepData, budgeted, evaluator, group_key
+from .trials import SweepData, evaluator, group_key
 
 if TYPE_CHECKING:
     import pandas as pd
 
 
-def compare(spec: SweepSpec, base: LabConfig, best: LabConfig | None, datasets: Sequence[SweepData],
+def compare(spec: SweepSpec, named: dict[str, LabConfig], datasets: Sequence[SweepData],
             timing: dict[str, float], baselines: bool) -> tuple["pd.DataFrame", dict[str, Any]]:
-    """``base`` and ``best`` from the evaluator, the baselines from a replay; intervals of base and best."""
+    """The ``named`` configs (``base``, ``chosen``, ``best``) from the evaluator, the baselines from a replay; the
+    intervals of the named configs."""
     import pandas as pd
 
     from ..metrics import bootstrap_ci
 
     rows: dict[str, dict[str, float]] = {}
     intervals: dict[str, Any] = {}
-    named = {"base": base.with_params(budgeted({}, spec))}
-    if best is not None:
-        named["best"] = best
     for name, cfg in named.items():
         per: dict[str, list[Any]] = {s: [] for s in SPLITS}
         for d in datasets:

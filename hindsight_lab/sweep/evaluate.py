@@ -88,22 +88,26 @@ class Evaluation:
 
 
 class FastEvaluator:
-    """Scores configs over one cache; judged lists are memoised per query across calls.
+    """Scores configs over one cache under one judging mode; judged lists are memoised per query across calls.
 
     Args:
         cache: from :func:`~.cache.capture`.
         metrics: names as the replay report uses them.
         chunk: configs scored together (bounds memory: about ``chunk × candidates × 8`` bytes per array).
+        mode: the judging mode (:mod:`hindsight_lab.metrics.modes`) whose queries and judgements are scored.
     """
 
-    def __init__(self, cache: ReplayCache, metrics: Sequence[str] = METRICS, chunk: int = 512) -> None:
-        self.cache, self.metrics, self.chunk = cache, tuple(metrics), int(chunk)
-        self._judged: list[dict[tuple[int, ...], tuple[np.ndarray, int, int, int]]] = [{} for _ in cache.queries]
+    def __init__(self, cache: ReplayCache, metrics: Sequence[str] = METRICS, chunk: int = 512,
+                 mode: str = "repeat") -> None:
+        self.cache, self.metrics, self.chunk, self.mode = cache, tuple(metrics), int(chunk), mode
+        self.queries = cache.mode_queries(mode)
+        self.judgements = cache.mode_judgements(mode)
+        self._judged: list[dict[tuple[int, ...], tuple[np.ndarray, int, int, int]]] = [{} for _ in self.queries]
 
     def evaluate(self, configs: Sequence[LabConfig] | ParamBatch) -> Evaluation:
         """Figures of every config (each must equal the cache's config outside :data:`FAST_FIELDS`)."""
         batch = configs if isinstance(configs, ParamBatch) else param_batch(configs)
-        q, c, m = len(self.cache.queries), len(batch), len(self.metrics)
+        q, c, m = len(self.queries), len(batch), len(self.metrics)
         values = np.zeros((q, c, m))
         tokens = np.zeros((q, c), dtype=np.int64)
         relevant = np.zeros((q, c), dtype=np.int64)
@@ -111,7 +115,7 @@ class FastEvaluator:
         for start in range(0, c, self.chunk):
             part = batch.take(slice(start, start + self.chunk))
             cols = slice(start, start + len(part))
-            for qi, query in enumerate(self.cache.queries):
+            for qi, query in enumerate(self.queries):
                 lists = self._inject(query, part)
                 keys, inverse = np.unique(lists, axis=0, return_inverse=True)
                 rows = [self._judge(qi, query, tuple(int(i) for i in key if i >= 0)) for key in keys]
@@ -120,7 +124,8 @@ class FastEvaluator:
                 tokens[qi, cols] = np.array([r[1] for r in rows])[inv]
                 relevant[qi, cols] = np.array([r[2] for r in rows])[inv]
                 injected[qi, cols] = np.array([r[3] for r in rows])[inv]
-        return Evaluation(self.cache.query_ids, self.cache.groups, self.metrics, values, tokens, relevant, injected)
+        return Evaluation([q.query_id for q in self.queries], self.cache.groups, self.metrics, values, tokens,
+                          relevant, injected)
 
     def _inject(self, query: CachedQuery, batch: ParamBatch) -> np.ndarray:
         """``(C, top_k)`` candidate indices each config injects, in rank order, ``-1``-padded."""
@@ -143,11 +148,11 @@ class FastEvaluator:
     def _judge(self, qi: int, query: CachedQuery, chosen: tuple[int, ...]) -> tuple[np.ndarray, int, int, int]:
         memo = self._judged[qi]
         if chosen not in memo:
-            qid = query.query_id
-            judged = self.cache.judgements.judge_list(qid, [query.items[i] for i in chosen])
-            per = evaluate({qid: list(judged.grades)}, {qid: query.ideal}, {qid: query.n_relevant}, self.metrics,
+            qid, mode = query.query_id, query.judged[self.mode]
+            judged = self.judgements.judge_list(qid, [query.items[i] for i in chosen])
+            per = evaluate({qid: list(judged.grades)}, {qid: mode.ideal}, {qid: mode.n_relevant}, self.metrics,
                            credits={qid: list(judged.relevant_credits)},
-                           n_store_relevant={qid: query.n_store_relevant})
+                           n_store_relevant={qid: mode.n_store_relevant})
             vals = np.array([per[name][qid] for name in self.metrics], dtype=np.float64)
             toks = int(query.candidates.line_tokens[list(chosen)].sum()) if chosen else 0
             memo[chosen] = (vals, toks, sum(1 for g in judged.grades if g >= 1), len(chosen))

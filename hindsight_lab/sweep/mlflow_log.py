@@ -1,5 +1,5 @@
-"""A finished sweep in MLflow (one parent run, child runs for the trials, the artifacts), and the best config with its
-provenance."""
+"""A finished sweep in MLflow (one parent run, child runs for the trials, the artifacts), and the chosen config with
+its provenance."""
 
 from __future__ import annotations
 
@@ -29,8 +29,9 @@ def git_commit() -> str:
 
 def log_sweep(result: SweepResult, configs: Mapping[int, LabConfig], datasets: Sequence[SweepData], *,
               tracking_uri: str | None = None) -> None:
-    """One parent run (spec, best figures, trial table, sensitivity plot, best config) and child runs for every
-    trial, or for the top N when there are more than ``mlflow.child_runs``."""
+    """One parent run (spec, the choice and its figures, trial table, sensitivity plot, the chosen config) and child
+    runs for every trial, or for the top N when there are more than ``mlflow.child_runs`` (the chosen trial always);
+    each child run has its dev means and its cross-validated objective (``cv.mean``, ``cv.se``, ``cv.fold<k>``)."""
     from .. import __version__
     from ..tracking import start_run
     from .report import sensitivity_plot
@@ -43,12 +44,18 @@ def log_sweep(result: SweepResult, configs: Mapping[int, LabConfig], datasets: S
     tags = {"dataset_sha256": sha, "git_commit": commit, "hindsight_lab.version": __version__}
     ok = result.top(len(result.trials))
     logged = ok if len(result.trials) <= m.child_runs else ok.head(m.top_n)
+    if result.chosen is not None and result.chosen not in set(logged["number"]):
+        import pandas as pd
+
+        logged = pd.concat([logged, ok[ok["number"] == result.chosen]])
     with start_run(m.experiment, tracking_uri=uri, run_name=f"sweep {spec.name}", tags={**tags, "kind": "sweep"}
                    ) as parent:
         result.parent_run_id = parent.run_id
         parent.log_params({"sweep.name": spec.name, "sweep.sampler": spec.sampler, "sweep.trials": len(result.trials),
                            "sweep.seed": spec.seed, "sweep.objective": f"{spec.objective.direction} "
-                           f"dev.{spec.objective.metric}", "sweep.fields": spec.fields,
+                           f"{spec.objective.label}", "sweep.fields": spec.fields,
+                           "sweep.selection": result.selection.get("rule", ""), "sweep.folds": spec.selection.folds,
+                           "sweep.chosen": result.selection.get("chosen", ""),
                            "sweep.test_fraction": spec.split.test_fraction, "sweep.top_k": spec.top_k,
                            "dataset.sha256": sha, "dataset.names": [d.data.info["name"] for d in datasets]})
         best_run_id = None
@@ -59,10 +66,12 @@ def log_sweep(result: SweepResult, configs: Mapping[int, LabConfig], datasets: S
                 cfg = configs[number]
                 child.log_params(cfg.flat())
                 child.log_metrics({k: float(v) for k, v in row.items()
-                                   if isinstance(k, str) and k.split(".")[0] in SPLITS and _finite(v)})
+                                   if isinstance(k, str) and k.split(".")[0] in (*SPLITS, "cv") and _finite(v)})
                 child.log_text(cfg.to_yaml(only_behaviour=True), "config.yaml")
                 if number == result.best:
                     best_run_id = child.run_id
+                if number == result.chosen:
+                    result.chosen_run_id = child.run_id
         result.best_run_id = best_run_id or parent.run_id
         with tempfile.TemporaryDirectory() as tmp:
             folder = Path(tmp)
@@ -74,26 +83,33 @@ def log_sweep(result: SweepResult, configs: Mapping[int, LabConfig], datasets: S
                              title=f"sweep {spec.name}", path=folder / "sensitivity.png")
             for name in ("trials.csv", "comparison.csv", "intervals.json", "spec.yaml", "sensitivity.png"):
                 parent.log_artifact(folder / name)
-            if result.best_config is not None:
+            (folder / "selection.json").write_text(json.dumps(result.selection, indent=2), encoding="utf-8")
+            parent.log_artifact(folder / "selection.json")
+            if result.chosen_config is not None:
                 exported = with_provenance(result)
                 parent.log_text(exported.to_yaml(only_behaviour=True), "best-config.yaml")
-        if result.best is not None:
-            parent.log_metrics({f"best.{k}": v for k, v in result.comparison.loc["best"].items() if _finite(v)})
-        parent.log_metrics({f"base.{k}": v for k, v in result.comparison.loc["base"].items() if _finite(v)})
+        for row in result.comparison.index:
+            if row in ("base", "chosen", "best"):
+                parent.log_metrics({f"{row}.{k}": v for k, v in result.comparison.loc[row].items() if _finite(v)})
+        parent.log_metrics({f"selection.{k}": float(v) for k, v in result.selection.items()
+                            if not isinstance(v, (str, list)) and _finite(v)})
         parent.log_metrics({f"timing.{k}": v for k, v in result.timing.items()})
 
 
 def with_provenance(result: SweepResult) -> LabConfig:
-    """The best config with its provenance: run id, dataset hash, dev and test headline metrics, version."""
+    """The chosen config (the base config when no trial was chosen) with its provenance: run id, dataset hash, dev
+    and test headline metrics, the cross-validated gain and the optimism of the best of N, version."""
     from .. import __version__
 
-    assert result.best_config is not None
-    best = result.comparison.loc["best"]
-    metrics = {k: float(best[k]) for k in best.index
-               if k.split(".", 1)[-1] in (*HEADLINE, "tokens_median") and _finite(best[k])}
-    prov = Provenance(run_id=result.best_run_id, dataset_sha256=result.dataset_sha256 or None, metrics=metrics,
-                      package_version=__version__)
-    return result.best_config.model_copy(update={"provenance": prov})
+    assert result.chosen_config is not None
+    row = result.comparison.loc["chosen" if result.chosen is not None else "base"]
+    metrics = {k: float(row[k]) for k in row.index
+               if k.split(".", 1)[-1] in (*HEADLINE, "tokens_median") and _finite(row[k])}
+    metrics.update({f"cv.{k}": float(result.selection[k]) for k in ("chosen_gain", "optimism", "p_value")
+                    if k in result.selection})
+    prov = Provenance(run_id=result.chosen_run_id or result.parent_run_id,
+                      dataset_sha256=result.dataset_sha256 or None, metrics=metrics, package_version=__version__)
+    return result.chosen_config.model_copy(update={"provenance": prov})
 
 
 def _finite(v: Any) -> bool:

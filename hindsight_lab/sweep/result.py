@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from ..config import LabConfig
@@ -20,15 +20,23 @@ class SweepResult:
 
     Attributes:
         trials: one row per trial: ``number``, ``status`` (ok | invalid), ``error``, ``group``, the swept fields,
-            ``dev.<metric>`` and ``test.<metric>`` (means over the split's queries, averaged over datasets).
-        best: number of the best trial on dev (None when no trial was valid); ties on the objective go to the
-            trial that injects fewer tokens (median on dev), then to the first.
+            ``dev.<metric>`` (means over the dev queries, averaged over datasets), and the objective cross-validated
+            by task on dev: ``cv.mean``, ``cv.se`` and ``cv.fold<k>``. The test split is not scored per trial.
+        best: number of the best trial by ``cv.mean`` (None when no trial was valid); ties go to the trial that
+            injects fewer tokens (median on dev), then to the first. What a plain argmax would export.
         best_config: its config.
-        comparison: rows ``base`` (the spec's base config), ``best`` and the baselines; columns ``dev.<metric>``,
-            ``test.<metric>``.
-        intervals: ``{base|best: {split: {metric: [mean, low, high]}}}``: bootstrap 95 % intervals (resampling whole
-            tasks) of the headline metrics (one dataset; with several, none).
-        timing: seconds spent loading, capturing (replays), evaluating, on baselines, and logging to MLflow.
+        comparison: rows ``base`` (the spec's base config), ``chosen`` (when a trial was chosen over it), ``best``
+            (when it is not the chosen one) and the baselines; columns ``dev.<metric>``, ``test.<metric>``: the test
+            split, scored here once.
+        intervals: ``{row: {split: {metric: [mean, low, high]}}}``: bootstrap 95 % intervals (resampling whole tasks)
+            of the headline metrics of the configs compared (one dataset; with several, none).
+        timing: seconds spent loading, capturing (replays), evaluating, choosing, on baselines, logging to MLflow.
+        chosen: the trial the selection rule chose (None: the base config is kept, the usual outcome when nothing
+            beats it by more than luck).
+        chosen_config: the config to export: the chosen trial's, else the base config.
+        selection: what the choice rests on (:mod:`.choose`): CV means and standard errors of base, chosen and best,
+            their gains over the base, the optimism of the best of N and the bar luck sets, the p-value, and the
+            gain of the rule itself on folds it did not see (``holdout_gain``).
         parent_run_id: the MLflow parent run (None without MLflow).
     """
 
@@ -40,15 +48,20 @@ class SweepResult:
     intervals: dict[str, Any]
     timing: dict[str, float]
     dataset_sha256: str = ""
+    chosen: int | None = None
+    chosen_config: LabConfig | None = None
+    selection: dict[str, Any] = field(default_factory=dict)
     parent_run_id: str | None = None
     best_run_id: str | None = None
+    chosen_run_id: str | None = None
 
     @property
     def objective(self) -> str:
-        return f"dev.{self.spec.objective.metric}"
+        """The trial table's column the search maximises (or minimises): the cross-validated objective."""
+        return "cv.mean"
 
     def top(self, n: int = 5) -> "pd.DataFrame":
-        """The ``n`` best valid trials, ordered as the choice is made (objective, then fewer tokens, then number)."""
+        """The ``n`` best valid trials by the cross-validated objective (then fewer tokens, then number)."""
         ok = self.trials[self.trials["status"] == "ok"]
         return ok.sort_values([self.objective, "dev.tokens_median", "number"],
                               ascending=[self.spec.objective.direction == "minimize", True, True],

@@ -96,11 +96,21 @@ def task_folds(groups: Sequence[str], k: int, seed: int = 0) -> np.ndarray:
     return np.array([fold_of[g] for g in groups])
 
 
-def cv_scores(per_query: np.ndarray, folds: np.ndarray) -> np.ndarray:
-    """``(C, k)``: each candidate's mean per fold, from ``per_query`` values ``(Q, C)``."""
-    per_query = np.asarray(per_query, dtype=np.float64)
+def fold_weights(folds: np.ndarray) -> np.ndarray:
+    """Each query's weight in its fold's score when a fold's score is its queries' mean: ``1 / n_fold``."""
+    folds = np.asarray(folds)
+    return 1.0 / np.bincount(folds)[folds]
+
+
+def cv_scores(per_query: np.ndarray, folds: np.ndarray, weights: np.ndarray | None = None) -> np.ndarray:
+    """``(C, k)``: each candidate's score per fold, from ``per_query`` values ``(Q, C)``: the weighted sum of its
+    fold's values (``weights``: :func:`fold_weights` by default, i.e. the fold's mean; an objective that combines
+    metrics over different query sets gives each its share)."""
+    values = np.asarray(per_query, dtype=np.float64)
+    folds = np.asarray(folds)
+    w = fold_weights(folds) if weights is None else np.asarray(weights, dtype=np.float64)
     k = int(folds.max()) + 1
-    return np.stack([per_query[folds == f].mean(axis=0) for f in range(k)], axis=1)
+    return np.stack([(w[folds == f, None] * values[folds == f]).sum(axis=0) for f in range(k)], axis=1)
 
 
 def mean_se(fold_scores: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -150,7 +160,7 @@ class Selection:
 
 
 def select(per_query: np.ndarray, groups: Sequence[Any], folds: np.ndarray, *, base: int, distance: np.ndarray,
-           level: float = 0.05, n_null: int = 1000, seed: int = 0) -> Selection:
+           level: float = 0.05, n_null: int = 1000, seed: int = 0, weights: np.ndarray | None = None) -> Selection:
     """The choice of the module docstring.
 
     Args:
@@ -161,9 +171,10 @@ def select(per_query: np.ndarray, groups: Sequence[Any], folds: np.ndarray, *, b
         distance: ``(C,)`` how far each candidate is from the base config (0 for the base).
         level: the guard's level: the best gain must exceed the null's ``1 - level`` quantile.
         n_null, seed: draws of the null.
+        weights: each query's weight in its fold's score (:func:`cv_scores`).
     """
-    mean, se = mean_se(cv_scores(per_query, folds))
-    null = best_of_n_null(per_query, groups, folds, base, n=n_null, seed=seed)
+    mean, se = mean_se(cv_scores(per_query, folds, weights))
+    null = best_of_n_null(per_query, groups, folds, base, n=n_null, seed=seed, weights=weights)
     best = int(np.argmax(mean))
     luck = float(np.quantile(null, 1 - level))
     bar = max(float(mean[best] - se[best]), float(mean[base]) + luck)
@@ -176,34 +187,36 @@ def select(per_query: np.ndarray, groups: Sequence[Any], folds: np.ndarray, *, b
 
 
 def best_of_n_null(per_query: np.ndarray, groups: Sequence[Any], folds: np.ndarray, base: int, *,
-                   n: int = 1000, seed: int = 0) -> np.ndarray:
+                   n: int = 1000, seed: int = 0, weights: np.ndarray | None = None) -> np.ndarray:
     """``n`` draws of the best candidate's CV gain over the base when no candidate differs from it (module
-    docstring): per-query differences to the base, sign-flipped per task, averaged per fold then over folds."""
+    docstring): per-query differences to the base, sign-flipped per task, scored per fold then averaged."""
     values = np.asarray(per_query, dtype=np.float64)
     diff = values - values[:, [base]]
     _, task = np.unique(np.asarray(groups), return_inverse=True)
+    folds = np.asarray(folds)
     k = int(folds.max()) + 1
-    sizes = np.bincount(folds, minlength=k)
-    weight = 1.0 / (k * sizes[folds])  # the CV mean as one weighted sum over queries
+    weight = (fold_weights(folds) if weights is None else np.asarray(weights, dtype=np.float64)) / k  # CV mean
     flips = np.random.default_rng(seed).choice((-1.0, 1.0), size=(n, int(task.max()) + 1))[:, task]
     return ((flips * weight) @ diff).max(axis=1)
 
 
 def selection_holdout(per_query: np.ndarray, groups: Sequence[Any], folds: np.ndarray, *, base: int,
-                      distance: np.ndarray, level: float = 0.05, n_null: int = 1000, seed: int = 0) -> np.ndarray:
+                      distance: np.ndarray, level: float = 0.05, n_null: int = 1000, seed: int = 0,
+                      weights: np.ndarray | None = None) -> np.ndarray:
     """``(k,)``: for each fold, the gain over the base, on that fold, of what :func:`select` chooses from the
     other folds (folded again by their own fold numbers)."""
     values = np.asarray(per_query, dtype=np.float64)
-    groups = np.asarray(groups)
+    groups, folds = np.asarray(groups), np.asarray(folds)
+    w = fold_weights(folds) if weights is None else np.asarray(weights, dtype=np.float64)
     k = int(folds.max()) + 1
     out = np.empty(k)
     for f in range(k):
         train = folds != f
         inner = np.unique(folds[train], return_inverse=True)[1]
         chosen = select(values[train], groups[train], inner, base=base, distance=distance, level=level,
-                        n_null=n_null, seed=seed).index
-        held = values[~train]
-        out[f] = float(held[:, chosen].mean() - held[:, base].mean())
+                        n_null=n_null, seed=seed, weights=w[train]).index
+        held = ~train
+        out[f] = float((w[held] * (values[held, chosen] - values[held, base])).sum())
     return out
 
 

@@ -10,12 +10,14 @@ Example (``experiments/rerank_weights.yaml`` is the worked one)::
       - {name: tau-bench-airline-dev}          # a registered dataset (hindsight-lab datasets list), or
       - {path: traces.jsonl}                   # a file relative to this spec, or several as one history:
       - {paths: [telecom_gpt-4.1.json, telecom_sft-gpt-4.1.json]}
-    split: {test_fraction: 0.3, seed: 0}     # queries partitioned by task_id
+    split: {test_fraction: 0.3, seed: 0}     # queries partitioned by task_id; test is scored once, at the end
     base: {config: configs/default.yaml}     # relative to this file; optional `set:` overrides
     sampler: tpe                             # grid | random | list | tpe
     trials: 200
     seed: 0
-    objective: {metric: ndcg@5, direction: maximize}
+    objective: {metric: ndcg@5, direction: maximize}   # or a declared combination, fixed before the search:
+                                             # {metric: {ndcg@5: 0.7, transfer.ndcg@5: 0.3}}
+    selection: {folds: 5, level: 0.05}       # cross-validation by task on dev, the guard against luck
     space:
       retrieval.weights.semantic: {low: 0.0, high: 1.0}
       retrieval.min_relative_score: {values: [0.0, 0.6, 0.75]}
@@ -31,8 +33,10 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_valida
 
 from ..config import LabConfig, describe_validation_error, read_yaml_mapping
 from ..errors import ConfigError
+from ..metrics.modes import MODES
 from ..replay.report import METRICS
-from .evaluate import EXTRA, is_fast
+from .evaluate import is_fast
+from .select import Objective
 
 
 class _Strict(BaseModel):
@@ -102,8 +106,28 @@ class BaseSpec(_Strict):
 
 
 class ObjectiveSpec(_Strict):
-    metric: str = "ndcg@5"
+    metric: str | dict[str, float] = "ndcg@5"
+    """One per-query metric (``ndcg@5``; ``transfer.ndcg@5`` for a judging mode other than ``repeat``), or a
+    declared combination ``{metric: weight}``: what the search and the choice maximise, fixed before either."""
     direction: Literal["maximize", "minimize"] = "maximize"
+
+    def build(self) -> Objective:
+        return Objective.of(self.metric, self.direction)
+
+    @property
+    def label(self) -> str:
+        return self.build().name
+
+
+class SelectionSpec(_Strict):
+    """How the exported config is chosen (:mod:`hindsight_lab.sweep.select`)."""
+
+    folds: int = Field(5, ge=2)
+    """Folds of whole tasks within the dev split."""
+    level: float = Field(0.05, gt=0, lt=1)
+    """The best gain must be beyond what the best of N candidates reaches by luck with this probability."""
+    null_draws: int = Field(1000, ge=100)
+    """Draws of the best-of-N null (sign flips per task)."""
 
 
 class ParamSpec(_Strict):
@@ -169,6 +193,7 @@ class SweepSpec(_Strict):
     batch_size: int = Field(50, ge=1)
     """Trials asked from the sampler at once (TPE): each batch is scored in one vectorised evaluation."""
     objective: ObjectiveSpec = ObjectiveSpec()
+    selection: SelectionSpec = SelectionSpec()
     space: dict[str, ParamSpec] = {}
     configs: list[dict[str, Any]] = []
     """The trials of the ``list`` sampler: dotted overrides of the base config, one mapping per trial."""
@@ -212,9 +237,12 @@ class SweepSpec(_Strict):
         """Everything a run would trip over later, named, before anything runs."""
         base = self.base_config()
         known = set(base.flat())
-        if self.objective.metric not in (*METRICS, *EXTRA):
-            raise ConfigError(f"{source}: objective.metric: unknown metric {self.objective.metric!r}; "
-                              f"expected one of {[*METRICS, *EXTRA]}")
+        for name in self.objective.build().metrics:
+            mode, _, metric = name.rpartition(".")
+            if metric not in METRICS or (mode and mode not in MODES):
+                raise ConfigError(f"{source}: objective.metric: unknown metric {name!r}; expected one of "
+                                  f"{list(METRICS)}, optionally after a judging mode ({', '.join(MODES[1:])}), e.g. "
+                                  f"'transfer.ndcg@5'")
         for ds in self.datasets:
             try:
                 ds.files(self.folder)
@@ -252,6 +280,16 @@ class SweepSpec(_Strict):
                 raise ConfigError(f"{source}: configs[{i}]: {str(exc).split(': invalid config: ')[-1]}") from None
 
     # ------------------------------------------------------------------ views
+    @property
+    def ranges(self) -> dict[str, tuple[float, float]]:
+        """Each numeric searched field's range (for the distance of a config to the base)."""
+        out = {}
+        for name, p in self.space.items():
+            vals = [v for v in (p.values or [p.low, p.high]) if isinstance(v, (int, float)) and not isinstance(v, bool)]
+            if vals:
+                out[name] = (float(min(vals)), float(max(vals)))
+        return out
+
     @property
     def fields(self) -> list[str]:
         if self.sampler == "list":

@@ -1,6 +1,8 @@
 """The trials of a sweep: the datasets loaded once and split into dev and test queries by task, one cached evaluator
-per group of trials that share every field needing a replay, each batch of trials scored on both splits, and the
-choice of the best trial on dev."""
+per group of trials that share every field needing a replay, and each batch of trials scored on dev — the dev means
+of every metric, and the objective per query of dev (its :class:`Design`), folded by task for the cross-validated
+choice (:mod:`.select`). The test split is not scored here: it is scored once, at the end, for the configs compared
+(:mod:`.compare`)."""
 
 from __future__ import annotations
 
@@ -16,9 +18,9 @@ import numpy as np
 from ..config import LabConfig
 from ..errors import ConfigError, NothingToDo
 from ..replay.report import EMPTY_QUERY_SET
-from .cache import EpisodeData, capture, load_episode_data
+from .cache import EpisodeData, ReplayCache, capture, load_episode_data
 from .evaluate import FastEvaluator, is_fast, param_batch
-from .result import SPLITS
+from .select import Objective, cv_scores, mean_se, task_folds
 from .spec import SweepSpec
 
 
@@ -42,15 +44,62 @@ def split_queries(groups: Mapping[str, str], test_fraction: float, seed: int) ->
 
 
 @dataclass
+class Design:
+    """The objective on one dataset's dev split, as weighted per-query items: item ``i`` is query ``query_ids[i]``
+    of judging mode ``modes[i]`` scored on metric ``metrics[i]``, its task ``groups[i]`` in fold ``folds[i]``, and
+    its fold's objective is ``sum(weights[i] * value[i])`` over its items (each metric's mean over the fold's
+    queries of its mode, times the metric's weight)."""
+
+    modes: list[str]
+    metrics: list[str]
+    query_ids: list[str]
+    groups: np.ndarray
+    folds: np.ndarray
+    weights: np.ndarray
+
+    @classmethod
+    def build(cls, data: EpisodeData, dev: Sequence[str], objective: Objective, folds: int, seed: int) -> "Design":
+        dev_set = set(dev)
+        task = {e.episode_id: e.task_id or e.episode_id for e in data.episodes}
+        parts = []
+        for name, w in objective.weights.items():
+            mode, _, metric = name.rpartition(".")
+            qs = [q for q in data.mode(mode or "repeat").query_ids if q in dev_set]
+            parts.append((mode or "repeat", metric, w, qs))
+        tasks = sorted({task[q] for *_, qs in parts for q in qs})
+        if len(tasks) < 2:
+            raise NothingToDo(f"the objective's dev queries come from {len(tasks)} task(s): cross-validation by task "
+                              f"needs two or more")
+        folds = min(folds, len(tasks))  # a small dev split: one task per fold
+        fold_of = dict(zip(tasks, task_folds(tasks, folds, seed)))
+        modes, metrics, qids, weights = [], [], [], []
+        for mode, metric, w, qs in parts:
+            n = np.bincount([fold_of[task[q]] for q in qs], minlength=folds)
+            for q in qs:
+                modes.append(mode), metrics.append(metric), qids.append(q)
+                weights.append(w / n[fold_of[task[q]]])
+        groups = np.array([task[q] for q in qids])
+        return cls(modes, metrics, qids, groups, np.array([fold_of[g] for g in groups]), np.array(weights))
+
+    def values(self, evaluations: Mapping[str, Any]) -> np.ndarray:
+        """``(N, C)`` the items' values from each judging mode's :class:`~.evaluate.Evaluation` of ``C`` configs."""
+        pos = {mode: {q: i for i, q in enumerate(ev.query_ids)} for mode, ev in evaluations.items()}
+        return np.array([evaluations[mode].values[pos[mode][qid], :, evaluations[mode].metrics.index(metric)]
+                         for mode, metric, qid in zip(self.modes, self.metrics, self.query_ids)])
+
+
+@dataclass
 class SweepData:
-    """One dataset of a sweep: its episodes, files and query split, the (prefetched) embedder, and one cached
-    evaluator per replay group (:func:`group_key`)."""
+    """One dataset of a sweep: its episodes, files and query split, the (prefetched) embedder, the objective's
+    dev design, and one cached evaluator per replay group (:func:`group_key`) and judging mode."""
 
     data: EpisodeData
     paths: list[Path]
     split: dict[str, list[str]]
     embedder: Any = None
-    evaluators: dict[str, FastEvaluator] = field(default_factory=dict)
+    evaluators: dict[tuple[str, str], FastEvaluator] = field(default_factory=dict)
+    caches: dict[str, ReplayCache] = field(default_factory=dict)
+    design: Design | None = None
 
 
 def load_datasets(spec: SweepSpec, base: LabConfig, embedder: Any) -> list[SweepData]:
@@ -69,11 +118,12 @@ def load_datasets(spec: SweepSpec, base: LabConfig, embedder: Any) -> list[Sweep
         data = load_episode_data(paths, format=ds.format, limit=ds.limit, skip_invalid=ds.skip_invalid)
         if not data.judgements.query_ids:
             raise NothingToDo(f"{ds.label}: {EMPTY_QUERY_SET}")
-        groups = {}
         by_id = {ep.episode_id: ep for ep in data.episodes}
-        for q in data.judgements.query_ids:
-            groups[q] = by_id[q].task_id or q
-        out.append(SweepData(data, paths, split_queries(groups, spec.split.test_fraction, spec.split.seed)))
+        asked = dict.fromkeys(q for mode in ("repeat", *data.modes) for q in data.mode(mode).query_ids)
+        groups = {q: by_id[q].task_id or q for q in asked}  # every judging mode's queries, split by task
+        split = split_queries(groups, spec.split.test_fraction, spec.split.seed)
+        design = Design.build(data, split["dev"], spec.objective.build(), spec.selection.folds, spec.seed)
+        out.append(SweepData(data, paths, split, design=design))
     # every text the replays will embed one by one, in batches (an already prefetched embedder keeps its vectors)
     embedder = prefetch(embedder, [ep for d in out for ep in d.data.episodes], [], base, keys=(BASELINE_KEY,))[0]
     for d in out:
@@ -94,54 +144,103 @@ def group_key(params: Mapping[str, Any]) -> str:
 
 
 def evaluator(d: SweepData, key: str, cfg: LabConfig, spec: SweepSpec, timing: dict[str, float],
-              show_progress: bool) -> FastEvaluator:
-    """The dataset's evaluator of a replay group, capturing its replay (with ``cfg``) the first time."""
-    if key not in d.evaluators:
+              show_progress: bool, mode: str = "repeat") -> FastEvaluator:
+    """The dataset's evaluator of a replay group and judging mode, capturing the group's replay (with ``cfg``) the
+    first time."""
+    if key not in d.caches:
         t = time.perf_counter()
-        cache = capture(d.data, cfg, embedder=d.embedder, top_k=spec.top_k, token_budget=spec.token_budget,
-                        show_progress=show_progress)
+        d.caches[key] = capture(d.data, cfg, embedder=d.embedder, top_k=spec.top_k, token_budget=spec.token_budget,
+                                show_progress=show_progress)
         timing["capture_s"] += time.perf_counter() - t
-        d.evaluators[key] = FastEvaluator(cache)
-    return d.evaluators[key]
+    if (key, mode) not in d.evaluators:
+        d.evaluators[(key, mode)] = FastEvaluator(d.caches[key], mode=mode)
+    return d.evaluators[(key, mode)]
+
+
+@dataclass
+class Scored:
+    """A batch's scores: each trial's config (None when invalid) and row (the dev means of every metric, averaged
+    over the datasets, and ``cv.mean``, ``cv.se``, ``cv.fold<k>`` of the objective), and the objective's dev items
+    of every valid trial (``(N, C)``, the datasets' designs one after the other; columns in batch order)."""
+
+    configs: list[LabConfig | None]
+    rows: list[dict[str, Any]]
+    items: dict[int, np.ndarray]
 
 
 def score_batch(spec: SweepSpec, base: LabConfig, batch: Sequence[tuple[int, dict[str, Any]]],
-                datasets: Sequence[SweepData], timing: dict[str, float], show_progress: bool
-                ) -> list[tuple[LabConfig | None, dict[str, Any]]]:
-    """Each trial's config (None when invalid) and row: its split means averaged over the datasets, every trial of
-    a replay group evaluated in one batch."""
-    out: list[tuple[LabConfig | None, dict[str, Any]]] = []
+                datasets: Sequence[SweepData], timing: dict[str, float], show_progress: bool) -> Scored:
+    """Score a batch of trials on dev, every trial of a replay group evaluated in one batch."""
+    configs: list[LabConfig | None] = []
+    rows: list[dict[str, Any]] = []
     by_group: dict[str, list[int]] = {}
     for i, (number, params) in enumerate(batch):
         row: dict[str, Any] = {"number": number, "status": "ok", "error": "", "group": group_key(params), **params}
         try:
-            cfg = base.with_params(budgeted(params, spec))
+            cfg: LabConfig | None = base.with_params(budgeted(params, spec))
         except ConfigError as exc:
             row.update(status="invalid", error=str(exc).split(": invalid config: ")[-1])
-            out.append((None, row))
-            continue
-        out.append((cfg, row))
-        by_group.setdefault(row["group"], []).append(i)
+            cfg = None
+        configs.append(cfg)
+        rows.append(row)
+        if cfg is not None:
+            by_group.setdefault(row["group"], []).append(i)
+    items: dict[int, np.ndarray] = {}
     for key, idx in by_group.items():
-        cfgs = [out[i][0] for i in idx]
-        group_cfg = cfgs[0]  # any member: they share every field that needs a replay
-        sums: dict[str, list[Any]] = {s: [] for s in SPLITS}
-        for d in datasets:
-            ev = evaluator(d, key, group_cfg, spec, timing, show_progress)  # type: ignore[arg-type]
+        cfgs = [configs[i] for i in idx]
+        means, values = _score_group(spec, key, cfgs, datasets, timing, show_progress)  # type: ignore[arg-type]
+        for j, i in enumerate(idx):
+            rows[i].update(means[j])
+            items[batch[i][0]] = values[:, j]
+    folds, weights = joint_design(datasets)
+    for i, (number, _) in enumerate(batch):
+        if number in items:
+            rows[i].update(cv_columns(items[number], folds, weights, spec.objective.direction))
+    return Scored(configs, rows, items)
+
+
+def _score_group(spec: SweepSpec, key: str, cfgs: Sequence[LabConfig], datasets: Sequence[SweepData],
+                 timing: dict[str, float], show_progress: bool) -> tuple[list[dict[str, float]], np.ndarray]:
+    """One replay group's configs: their dev means (averaged over datasets) and their objective items."""
+    group_cfg = cfgs[0]  # any member: they share every field that needs a replay
+    frames, parts = [], []
+    for d in datasets:
+        assert d.design is not None
+        evals = {}
+        for mode in dict.fromkeys(["repeat", *d.design.modes]):
+            ev = evaluator(d, key, group_cfg, spec, timing, show_progress, mode)
             t = time.perf_counter()
-            evaluation = ev.evaluate(param_batch(cfgs))
-            for s in SPLITS:
-                if d.split[s]:
-                    sums[s].append(evaluation.summary(d.split[s]))
+            evals[mode] = ev.evaluate(param_batch(cfgs))
             timing["eval_s"] += time.perf_counter() - t
-        for s, frames in sums.items():
-            if not frames:
-                continue
-            mean = sum(f.to_numpy() for f in frames) / len(frames)
-            cols = list(frames[0].columns)
-            for j, i in enumerate(idx):
-                out[i][1].update({f"{s}.{c}": float(mean[j, n]) for n, c in enumerate(cols)})
-    return out
+        if d.split["dev"]:
+            frames.append(evals["repeat"].summary(d.split["dev"]))
+        parts.append(d.design.values(evals))
+    mean = sum(f.to_numpy() for f in frames) / len(frames) if frames else None
+    cols = list(frames[0].columns) if frames else []
+    means = [{f"dev.{c}": float(mean[j, n]) for n, c in enumerate(cols)} if mean is not None else {}
+             for j in range(len(cfgs))]
+    return means, np.concatenate(parts, axis=0)
+
+
+def joint_design(datasets: Sequence[SweepData]) -> tuple[np.ndarray, np.ndarray]:
+    """The folds and weights of every dataset's objective items together: a fold is the union of the datasets'
+    folds of that number, each dataset's share of its score ``1 / datasets``."""
+    folds = np.concatenate([d.design.folds for d in datasets])  # type: ignore[union-attr]
+    weights = np.concatenate([d.design.weights / len(datasets) for d in datasets])  # type: ignore[union-attr]
+    return folds, weights
+
+
+def joint_groups(datasets: Sequence[SweepData]) -> np.ndarray:
+    """Every objective item's task, named by its dataset too (tasks of two datasets never meet)."""
+    return np.concatenate([np.array([f"{i}:{g}" for g in d.design.groups])  # type: ignore[union-attr]
+                           for i, d in enumerate(datasets)])
+
+
+def cv_columns(values: np.ndarray, folds: np.ndarray, weights: np.ndarray, direction: str) -> dict[str, float]:
+    """``cv.mean``, ``cv.se`` and ``cv.fold<k>`` of one config's objective (in its declared direction)."""
+    scores = cv_scores(values[:, None], folds, weights)[0]
+    mean, se = mean_se(scores[None, :])
+    return {"cv.mean": float(mean[0]), "cv.se": float(se[0]), **{f"cv.fold{k}": float(v) for k, v in enumerate(scores)}}
 
 
 def budgeted(params: Mapping[str, Any], spec: SweepSpec) -> dict[str, Any]:
@@ -153,7 +252,7 @@ def budgeted(params: Mapping[str, Any], spec: SweepSpec) -> dict[str, Any]:
 
 
 def best_trial(rows: Sequence[Mapping[str, Any]], spec: SweepSpec) -> Mapping[str, Any]:
-    """The best row on dev; among equal objectives, the one injecting fewer tokens (median), then the first."""
-    key = f"dev.{spec.objective.metric}"
+    """The best row by its cross-validated objective; among equal ones, the one injecting fewer tokens (median on
+    dev), then the first."""
     sign = -1.0 if spec.objective.direction == "maximize" else 1.0
-    return min(rows, key=lambda r: (sign * r[key], r.get("dev.tokens_median", 0.0), r["number"]))
+    return min(rows, key=lambda r: (sign * r["cv.mean"], r.get("dev.tokens_median", 0.0), r["number"]))

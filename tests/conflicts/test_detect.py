@@ -22,19 +22,20 @@ def detector() -> OfflineDetector:
     return OfflineDetector()
 
 
-def test_dev_pairs_precision_and_recall_at_least_0_8(detector):
+def test_dev_pairs_precision_and_recall(detector):
     judged = judge_pairs(load_pairs(shared_dataset("conflict-pairs/pairs.dev.jsonl")), detector)
     sc = scores(judged)
     print(f"dev pairs: precision {sc['precision']:.3f} recall {sc['recall']:.3f} {sc['by_kind']}")
     assert sc["n"] == 40
-    assert sc["precision"] >= 0.8 and sc["recall"] >= 0.8, sc
+    assert sc["precision"] == 1.0 and sc["recall"] == 1.0, sc
 
 
 def test_independent_pairs_generalise(detector):
     # 40 pairs written for these tests in other words than the dev set (other verbs, cue words and domains):
-    # the detector was not tuned on them pair by pair; it must clear the same bar.
+    # the detector was not tuned on them pair by pair. Issue 18: 1.000 / 0.950 before the general cues (the miss,
+    # "leave X out" against "include X", is found by the exclusion verbs), 1.000 / 1.000 with them.
     sc = scores(judge_pairs(load_pairs(HERE / "extra_pairs.jsonl"), detector))
-    assert sc["precision"] >= 0.8 and sc["recall"] >= 0.8, sc
+    assert sc["precision"] == 1.0 and sc["recall"] >= 0.95, sc
 
 
 def test_verdicts_are_symmetric(detector):

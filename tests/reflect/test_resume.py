@@ -47,8 +47,12 @@ def _reflect(store: Path, episodes: list, minilm: Any, **patches: Any) -> None:
     cfg = LabConfig().with_params({"store.path": str(store)})
     mem = MemorySystem(cfg, embedder=minilm).open()
     try:
-        for name, fn in patches.items():
-            setattr(mem, name, fn(mem, getattr(mem, name)))
+        for name, fn in patches.items():  # "a.b": attribute b of mem.a
+            *owner_path, attr = name.split(".")
+            owner = mem
+            for part in owner_path:
+                owner = getattr(owner, part)
+            setattr(owner, attr, fn(mem, getattr(owner, attr)))
         mem.reflect_many(episodes)
     finally:
         mem.close()
@@ -87,7 +91,7 @@ def uninterrupted(sample, minilm, tmp_path_factory) -> list[str]:
 
 
 @pytest.mark.parametrize("where, patch", [
-    ("while writing the episode records", {"_write_episode_records": _after(7)}),
+    ("while writing the episode records", {"_writes.episode_records": _after(7)}),
     ("before the first candidate", {"write": _after(1)}),
     ("between two candidates", {"write": _after(2)}),
 ])

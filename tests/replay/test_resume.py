@@ -4,16 +4,13 @@ one (DESIGN §6; the journal is hindsight_lab/replay/journal.py)."""
 from __future__ import annotations
 
 import json
-import os
-import signal
-import subprocess
 import sys
-import time
 from pathlib import Path
 
-import hindsight_lab
 from hindsight_lab.cli import main
 from hindsight_lab.replay.journal import JOURNAL_DIR, JOURNAL_FILE
+
+from support import journal_units, kill_midway
 
 N_TASKS, TRIALS = 8, 3  # 24 episodes, ~0.3 s each on a 2-core machine: the kill lands long before the end
 KILL_AFTER = 3  # completed units in the journal
@@ -24,39 +21,6 @@ def _judged(folder: Path) -> dict:
     systems = {name: {k: v for k, v in values.items() if k != "latency_p50_ms"}  # a timing figure
                for name, values in m["systems"].items()}
     return {"systems": systems, "intervals": m["intervals"], "tests": m["tests"], "judging": m["judging"]}
-
-
-def _complete_units(journal: Path) -> int:
-    try:
-        data = journal.read_bytes()
-    except FileNotFoundError:
-        return 0
-    return max(0, data.count(b"\n") - 1)  # complete lines, less the header
-
-
-def _kill_midway(args: list[str], journal: Path, timeout: float = 180.0) -> int:
-    """Run the CLI in a subprocess, SIGKILL it once the journal holds KILL_AFTER units; the units it held then."""
-    env = {**os.environ, "PYTHONPATH": os.pathsep.join(
-        [str(Path(hindsight_lab.__file__).parents[1]), os.environ.get("PYTHONPATH", "")])}
-    proc = subprocess.Popen([sys.executable, "-m", "hindsight_lab.cli", *args], env=env,
-                            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
-    deadline = time.monotonic() + timeout
-    try:
-        while _complete_units(journal) < KILL_AFTER:
-            if proc.poll() is not None:
-                raise AssertionError(f"the replay ended before it could be killed: {proc.stderr.read()[-2000:]!r}")
-            if time.monotonic() > deadline:
-                raise AssertionError("the replay journaled nothing in time")
-            time.sleep(0.02)
-        os.kill(proc.pid, signal.SIGKILL)
-        proc.wait(timeout=30)
-    finally:
-        if proc.poll() is None:
-            proc.kill()
-            proc.wait()
-        proc.stderr.close()
-    assert proc.returncode == -signal.SIGKILL
-    return _complete_units(journal)
 
 
 def test_a_killed_replay_resumes_to_the_same_metrics(traces, tmp_path, capsys):
@@ -70,13 +34,14 @@ def test_a_killed_replay_resumes_to_the_same_metrics(traces, tmp_path, capsys):
 
     out = tmp_path / "killed"
     journal = out / JOURNAL_DIR / JOURNAL_FILE
-    held = _kill_midway(["replay", *common, "--out", str(out)], journal)
+    held, _ = kill_midway([sys.executable, "-m", "hindsight_lab.cli", "replay", *common, "--out", str(out)], journal,
+                          KILL_AFTER, timeout=180.0)
     assert KILL_AFTER <= held < N_TASKS * TRIALS and not (out / "metrics.json").exists()
 
     capsys.readouterr()
     assert main(["replay", *common, "--out", str(out), "--resume", "--top-k", "5"]) == 2  # another replay
     assert "top_k: journal 10, now 5" in capsys.readouterr().err
-    assert _complete_units(journal) == held  # a refused resume leaves the journal alone
+    assert journal_units(journal) == held  # a refused resume leaves the journal alone
 
     assert main(["replay", *common, "--out", str(out), "--resume"]) == 0
     assert f"resumed: {held} units taken from the journal" in capsys.readouterr().out

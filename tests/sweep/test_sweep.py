@@ -40,26 +40,35 @@ def swept(tmp_path_factory: pytest.TempPathFactory, minilm):
     return spec, result, uri, folder
 
 
-def test_trials_grouped_scored_and_best_chosen_on_dev(swept, minilm) -> None:
+def test_trials_grouped_scored_cross_validated_and_chosen(swept, minilm) -> None:
     spec, result, _, _ = swept
     table = result.trials
     assert len(table) == 12 and set(table["status"]) == {"ok"}
     assert table["group"].nunique() == 2  # one cached replay per dedup.similarity value
-    best = table.loc[table["dev.ndcg@5"].idxmax()]
+    assert not [c for c in table if c.startswith("test.")]  # the test split is not scored per trial
+    folds = [c for c in table if c.startswith("cv.fold")]
+    assert len(folds) == result.selection["folds"] >= 2
+    assert (table["cv.mean"] - table[folds].mean(axis=1)).abs().max() < 1e-12 and (table["cv.se"] >= 0).all()
+    best = table.loc[table["cv.mean"].idxmax()]
     assert int(best["number"]) == result.best
     assert result.best_config.retrieval.weights.semantic == pytest.approx(best["retrieval.weights.semantic"])
-    assert {"base", "best", "none", "dense", "bm25"} <= set(result.comparison.index)
+    sel = result.selection
+    assert sel["candidates"] == 13 and sel["chosen"] in ("base", *table["number"])  # the base is a candidate
+    assert sel["chosen_gain"] >= 0 and sel["optimism"] > 0 and 0 < sel["p_value"] <= 1
+    assert (sel["chosen"] == "base") == (result.chosen is None)
+    expected = {"base", "none", "dense", "bm25"} | ({"chosen"} if result.chosen is not None else set())
+    assert expected <= set(result.comparison.index) and "test.ndcg@5" in result.comparison
     assert result.comparison.loc["none", "dev.hit@5"] == 0.0
-    assert set(result.intervals["best"]) == {"dev", "test"}
-    mean, lo, hi = result.intervals["best"]["dev"]["ndcg@5"]
-    assert mean == pytest.approx(result.comparison.loc["best", "dev.ndcg@5"]) and lo <= mean <= hi
-    # a trial of the second group equals a full replay of its config, on all queries of both splits
+    assert set(result.intervals["base"]) == {"dev", "test"}
+    mean, lo, hi = result.intervals["base"]["dev"]["ndcg@5"]
+    assert mean == pytest.approx(result.comparison.loc["base", "dev.ndcg@5"]) and lo <= mean <= hi
+    # a trial of the second group equals a full replay of its config on the dev queries
     row = table[table["dedup.similarity"] == 0.95].iloc[0]
     cfg = LabConfig().with_params({k: row[k] for k in spec.fields})
     full = run_replay(shared_dataset(TAU), systems=["hindsight"], config=cfg, limit=LIMIT, embedder=minilm)
     per = full.per_episode.set_index("query_id")["ndcg@5"]
-    dev, test = (per[per.index.isin(ids)].mean() for ids in (_split(result, "dev"), _split(result, "test")))
-    assert row["dev.ndcg@5"] == pytest.approx(dev, abs=1e-12) and row["test.ndcg@5"] == pytest.approx(test, abs=1e-12)
+    dev = per[per.index.isin(_split(result, "dev"))].mean()
+    assert row["dev.ndcg@5"] == pytest.approx(dev, abs=1e-12)
 
 
 def _split(result, name: str) -> list[str]:
@@ -68,7 +77,8 @@ def _split(result, name: str) -> list[str]:
 
     data = load_episode_data(shared_dataset(TAU), limit=LIMIT)
     eps = {e.episode_id: e for e in data.episodes}
-    groups = {q: eps[q].task_id or q for q in data.judgements.query_ids}
+    asked = dict.fromkeys(q for mode in ("repeat", *data.modes) for q in data.mode(mode).query_ids)
+    groups = {q: eps[q].task_id or q for q in asked}  # every mode's queries are split by task
     return split_queries(groups, result.spec.split.test_fraction, result.spec.split.seed)[name]
 
 
@@ -87,15 +97,19 @@ def test_mlflow_parent_children_artifacts(swept, tmp_path: Path) -> None:
     child = next(r for r in children if r.info.run_id == result.best_run_id)
     assert child.data.params["retrieval.weights.semantic"] == str(result.best_config.retrieval.weights.semantic)
     assert child.data.tags["dataset_sha256"] == result.dataset_sha256
-    assert child.data.metrics["dev.ndcg_at_5"] == pytest.approx(result.trials.set_index("number").loc[
-        result.best, "dev.ndcg@5"])
+    row = result.trials.set_index("number").loc[result.best]
+    assert child.data.metrics["dev.ndcg_at_5"] == pytest.approx(row["dev.ndcg@5"])
+    assert child.data.metrics["cv.mean"] == pytest.approx(row["cv.mean"]) and "cv.se" in child.data.metrics
+    assert "cv.fold0" in child.data.metrics  # mlflow ui shows each trial's fold means and standard error
+    assert "selection.optimism" in parent.data.metrics and "selection.json" in arts
 
     out = tmp_path / "tuned.yaml"
     assert main(["export", "--run-id", result.parent_run_id, "--mlflow-uri", uri, "-o", str(out)]) == 0
     text = out.read_text()
     loaded = LabConfig.from_yaml(out)
-    assert loaded.provenance.run_id == result.best_run_id and loaded.provenance.dataset_sha256
-    assert loaded.retrieval.weights == result.best_config.retrieval.weights
+    assert loaded.provenance.run_id == (result.chosen_run_id or result.parent_run_id)
+    assert loaded.provenance.dataset_sha256 and "cv.optimism" in loaded.provenance.metrics
+    assert loaded.retrieval.weights == result.chosen_config.retrieval.weights  # the chosen config, not the argmax
     assert "store" not in yaml.safe_load(text) and str(Path.home()) not in text and "/tmp" not in text
 
 

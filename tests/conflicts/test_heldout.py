@@ -1,0 +1,49 @@
+"""The offline detector on the held-out set (``heldout_pairs.jsonl``, see ``HELDOUT_PAIRS.md``): 160 pairs written
+by someone who never saw the detector, kept for evaluation only. Nothing in the detector was fitted to them; only
+the aggregate figures below were looked at, at a few checkpoints (README, "Development figures").
+
+Issue 18 asks for precision ≥ 0.9 and recall ≥ 0.85 here. The detector reaches the precision but not the recall,
+so this test asserts the measured floor (precision ≥ 0.95, recall ≥ 0.53; measured 0.956 / 0.537) and prints the
+table by kind; raise the floor when the detector improves, never fit it to the pairs."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from hindsight_lab.conflicts.detect import OfflineDetector
+from hindsight_lab.conflicts.pairs import judge_pairs, scores
+from hindsight_lab.datasets.conflict_pairs import load_pairs
+
+HERE = Path(__file__).parent
+TARGET = {"precision": 0.9, "recall": 0.85}  # issue 18's acceptance figures
+FLOOR = {"precision": 0.95, "recall": 0.53}  # measured 0.956 / 0.537: 43 of 80 conflicts found, 2 false alarms
+
+
+@pytest.fixture(scope="module")
+def heldout_scores() -> dict:
+    return scores(judge_pairs(load_pairs(HERE / "heldout_pairs.jsonl"), OfflineDetector()))
+
+
+def test_heldout_set_is_as_documented():
+    pairs = load_pairs(HERE / "heldout_pairs.jsonl")
+    assert len(pairs) == 160 and sum(p.conflict for p in pairs) == 80
+
+
+def test_heldout_precision_and_recall(heldout_scores):
+    sc = heldout_scores
+    print(f"\nheld-out pairs: precision {sc['precision']:.3f} recall {sc['recall']:.3f} "
+          f"(target {TARGET['precision']} / {TARGET['recall']})")
+    print("| kind | label | n | correct |\n|---|---|---|---|")
+    for key, v in sc["by_kind"].items():
+        label, kind = key.split(":")
+        print(f"| {kind} | {label} | {v['n']} | {v['correct']} |")
+    assert sc["precision"] >= FLOOR["precision"], sc
+    assert sc["recall"] >= FLOOR["recall"], sc
+
+
+def test_heldout_no_kind_is_left_out(heldout_scores):
+    # every kind of contradiction is found at least in part, and every kind of compatible pair stays mostly apart
+    for key, v in heldout_scores["by_kind"].items():
+        assert v["correct"] >= (0.3 if key.startswith("conflict") else 0.9) * v["n"], (key, v)

@@ -1,0 +1,215 @@
+"""Each general mechanism of the offline detector on pairs written for these tests (not taken from any labelled
+set): quantities and bounds in other forms, opposites without a negation word, orders stated through conditions,
+alike-named tools and channels for the same step — each with negative controls that must stay compatible."""
+
+from __future__ import annotations
+
+import pytest
+
+from hindsight_lab.conflicts.detect import OfflineDetector
+from hindsight_lab.conflicts.lexicon import opposite, same_action
+from hindsight_lab.conflicts.quantities import quantities
+from hindsight_lab.conflicts.text import stem, tokenize
+
+
+@pytest.fixture(scope="module")
+def detector() -> OfflineDetector:
+    return OfflineDetector()
+
+
+def _check(detector, a, b, expected, kind=None):
+    v = detector.judge(a, b)
+    assert v.conflict is expected, v
+    assert detector.judge(b, a).conflict is expected  # symmetric
+    if expected and kind:
+        assert v.kind == kind, v
+
+
+# ------------------------------------------------------------------------------------------------ quantities
+@pytest.mark.parametrize("text, low, high, bound, unit", [
+    ("Keep the hold for no longer than forty-eight hours", float("-inf"), 2.0, "le", "duration"),
+    ("Returns are accepted within a fortnight", float("-inf"), 14.0, "le", "duration"),
+    ("Approve expenses of $250 or more", 250.0, float("inf"), "ge", "money"),
+    ("Quotes stay valid for 3-5 days", 3.0, 5.0, "range", "duration"),
+    ("Between two and four reviewers sign off", 2.0, 4.0, "range", "reviewer"),
+    ("A single signature suffices", float("-inf"), 1.0, "le", "signatur"),
+    ("Three references are required", 3.0, float("inf"), "ge", stem("references")),
+    ("Apply a discount of 10 percent", 10.0, 10.0, "eq", "percent"),
+])
+def test_quantities_are_normalised(text, low, high, bound, unit):
+    q = quantities(tokenize(text))[0]
+    assert (q.low, q.high, q.bound) == (low, high, bound) and unit in q.unit, q
+
+
+def test_a_negated_bound_turns_over():
+    q = quantities(tokenize("never exceed three reminders"), negated=True)[0]
+    assert (q.high, q.bound) == (3.0, "le")
+
+
+@pytest.mark.parametrize("a, b, expected", [
+    # number words against digits, bounds of both kinds, durations in other units
+    ("Send no more than two reminders per invoice.", "Send at least 4 reminders per invoice.", True),
+    ("Vouchers expire after a maximum of six months.", "Vouchers expire after a maximum of 90 days.", True),
+    ("A warranty claim must be filed within 1 year.", "A warranty claim must be filed within 24 months.", True),
+    ("Keep the hold for no longer than forty-eight hours.", "Keep the hold for up to 5 days.", True),
+    # sufficiency against necessity
+    ("One manager approval is enough for a write-off.", "Two manager approvals are required for a write-off.", True),
+    # ranges as intervals
+    ("Quote delivery in 3-5 business days.", "Quote delivery in 7 to 10 business days.", True),
+    # a single / once against more
+    ("Allow a single reschedule per appointment.", "Allow three reschedules per appointment.", True),
+    ("Escalate a ticket only once.", "Escalate a ticket twice before closing it.", True),
+    # negative controls: the same bound in other words, another unit, another case, compatible bounds
+    ("Send no more than two reminders per invoice.", "Never send more than 2 reminders per invoice.", False),
+    ("A warranty claim must be filed within 1 year.", "A warranty claim must be filed within 12 months.", False),
+    ("Keep the hold for no longer than forty-eight hours.", "Notify the customer 2 times during the hold.", False),
+    ("Domestic parcels ship in 2 days.", "International parcels ship in 9 days.", False),
+    ("One manager approval is enough for a write-off.", "One manager approval is required for a write-off.", False),
+    ("Refund at least $5 for late meals.", "Refund up to $30 for late meals.", False),
+])
+def test_quantity_pairs(detector, a, b, expected):
+    _check(detector, a, b, expected, "quantity")
+
+
+# ------------------------------------------------------------------------------------------------ opposites
+def test_opposites_come_from_wordnet_and_affixes():
+    assert opposite(stem("permit"), stem("forbid")) and opposite(stem("reject"), stem("accepted"))
+    assert opposite(stem("compulsory"), stem("optional")) and opposite(stem("lock"), stem("unlock"))
+    assert opposite("elig", "inelig", "eligible", "ineligible") and opposite("visibl", "invisibl", "visible",
+                                                                             "invisible")
+    assert not opposite(stem("refund"), stem("check")) and not opposite("form", "inform", "form", "inform")
+
+
+def test_same_action_comes_from_wordnet():
+    assert same_action(stem("update"), stem("modify")) and same_action(stem("retrieve"), stem("fetch"))
+    assert not same_action(stem("approve"), stem("reject")) and not same_action(stem("search"), stem("delete"))
+
+
+@pytest.mark.parametrize("a, b, expected", [
+    ("Photo ID is mandatory for account recovery.", "Photo ID is optional for account recovery.", True),
+    ("Accept late timesheets from contractors.", "Reject late timesheets from contractors.", True),
+    ("Keep the incident ticket open after the fix.", "Close the incident ticket after the fix.", True),
+    ("Permit personal devices on the guest network.", "Forbid personal devices on the guest network.", True),
+    ("Gift cards are refundable.", "Gift cards are nonrefundable.", True),
+    ("Enable two-factor login for contractors.", "Disable two-factor login for contractors.", True),
+    # exclusion verbs
+    ("Attach the packing slip to the parcel.", "Omit the packing slip.", True),
+    ("Put the case number in the reply.", "Leave the case number out of the reply.", True),
+    # negative controls: opposites about different things, under different cases, or agreeing through negation
+    ("Accept late timesheets from contractors.", "Reject duplicate invoices from suppliers.", False),
+    ("Domestic refunds are automatic.", "International refunds are manual.", False),
+    ("Keep the incident ticket open after the fix.", "Do not close the incident ticket after the fix.", False),
+    ("Photo ID is mandatory for account recovery.", "A selfie is optional for account recovery.", False),
+    ("Attach the packing slip to the parcel.", "Omit the gift message.", False),
+])
+def test_opposite_pairs(detector, a, b, expected):
+    _check(detector, a, b, expected, "negation")
+
+
+# ------------------------------------------------------------------------------------------------ orders
+@pytest.mark.parametrize("a, b, expected", [
+    ("Only once the contract is signed may you create the user account.",
+     "Create the user account first; the contract can be signed later.", True),
+    ("Do not dispatch the courier until the label is printed.", "Dispatch the courier, then print the label.", True),
+    ("Deploying must wait for the security review.", "Deploy before the security review.", True),
+    ("A credit check is a prerequisite for opening the loan.", "Open the loan first and run the credit check "
+                                                              "afterwards.", True),
+    ("As soon as the refund is approved, notify the customer.", "Notify the customer before approving the refund.",
+     True),
+    ("Wait for the backup to finish before upgrading the database.", "Upgrade the database, then take the backup.",
+     True),
+    # negative controls: the same order through another construction; a count "once"; other steps
+    ("Only once the contract is signed may you create the user account.",
+     "Sign the contract before creating the user account.", False),
+    ("Do not dispatch the courier until the label is printed.", "Print the label before dispatching the courier.",
+     False),
+    ("Retry the upload once before alerting the user.", "Alert the user after a second failed upload.", False),
+    ("Deploying must wait for the security review.", "Tag the release before deploying.", False),
+])
+def test_conditional_orders(detector, a, b, expected):
+    _check(detector, a, b, expected, "order")
+
+
+# ------------------------------------------------------------------------------------------------ tools
+@pytest.mark.parametrize("a, b, expected", [
+    ("Call refund_card to give the money back.", "Use process_refund to give the money back.", True),
+    ("Change a delivery address with edit_delivery_address.", "Call modify_address for a new delivery address.",
+     True),
+    ("Look up the invoice with fetch_invoice.", "Use retrieve_invoice to look up the invoice.", True),
+    ("Send the signed form by email.", "Send the signed form through the portal.", True),
+    # negative controls: the same tool, tools for other objects, kinds of one thing, a tool and a person
+    ("Call refund_card to give the money back.", "Call refund_card after checking the amount.", False),
+    ("Use search_hotels to find rooms.", "Use search_cars to find rental cars.", False),
+    ("Call list_open_tickets to see the queue.", "Call list_closed_tickets to audit the queue.", False),
+    ("Send the signed form by email.", "Confirm the email address before sending the form.", False),
+])
+def test_tool_pairs(detector, a, b, expected):
+    _check(detector, a, b, expected, "tool")
+
+
+# ------------------------------------------------------------------------------------------------ added with issue 18
+def test_stemmer_meets_nominalisations():
+    assert stem("verification") == stem("verify") and stem("inspection") == stem("inspected")
+    assert stem("approval") == stem("approved") and stem("escalation") == stem("escalate")
+
+
+def test_numbers_with_thousands_and_scales():
+    assert quantities(tokenize("payments over $10,000"))[0].low == 10000.0
+    assert quantities(tokenize("approve up to $5k"))[0].high == 5000.0
+
+
+@pytest.mark.parametrize("a, b, expected, kind", [
+    # a necessary condition comes first
+    ("Release the funds only if the manager has signed off.", "Release the funds, then get the manager's sign-off.",
+     True, "order"),
+    ("Release the funds only if the manager has signed off.", "Get the manager to sign off before releasing funds.",
+     False, None),
+    # deontic necessity against "optional"
+    ("Staff must wear a badge in the lab.", "Wearing a badge in the lab is optional.", True, "negation"),
+    ("Staff must wear a badge in the lab.", "Wearing gloves in the lab is optional.", False, None),
+    # a product's name after an instrument preposition
+    ("Log customer calls in Zendesk.", "Log customer calls in Freshdesk.", True, "tool"),
+    ("Log customer calls in Zendesk.", "Log customer calls on Monday.", False, None),
+    # the head of a tool name's compound: the same action on another thing is another step
+    ("Call update_reservation_flights to change flights.", "Call update_reservation_baggages to change bags.",
+     False, None),
+    # a negated clause turns its bound over
+    ("No refunds after 30 days.", "Refunds are accepted for up to 60 days.", True, "quantity"),
+    # one period's end and the next one's start are not opposites
+    ("Keep the chat open until the customer replies.", "Close the chat once the customer replies.", False, None),
+    # different objects of a rate
+    ("Wait 3 minutes between search calls.", "Wait 5 minutes between password attempts.", False, None),
+])
+def test_more_general_cues(detector, a, b, expected, kind):
+    _check(detector, a, b, expected, kind)
+
+
+def test_irregular_verb_forms_meet_their_verb():
+    assert stem("kept") == stem("keep") and stem("wrote") == stem("writing") and stem("bought") == stem("buy")
+    assert stem("ground") != stem("grind")  # a noun too: left as it is
+
+
+@pytest.mark.parametrize("a, b, expected", [
+    ("Ask for the customer's consent before recording the call.",
+     "Calls can be recorded without asking for the customer's consent.", True),
+    ("Never record a call without asking for consent.", "Ask for consent before recording a call.", False),
+])
+def test_without_a_gerund_denies_the_step_before(detector, a, b, expected):
+    _check(detector, a, b, expected)
+
+
+@pytest.mark.parametrize("a, b, expected", [
+    # a step not done yet: the clause's action comes before it
+    ("Activate the SIM only after the customer's identity is verified.",
+     "Activate the SIM while identity verification is still pending.", True),
+    ("Ship orders while the warehouse audit is pending.", "Audit the warehouse every quarter.", False),
+    # "immediately", "upfront": before the rule's other actions, unless an order marker follows
+    ("The deposit must be collected before the keys are handed over.",
+     "Hand over the keys immediately and collect the deposit at the end of the stay.", True),
+    ("Notify the customer immediately after the refund is issued.", "Issue the refund after the return arrives.",
+     False),
+    # "until X" against "after Y": two periods that overlap, so opposite advice clashes
+    ("Keep the ticket open until the customer confirms the fix.", "Close the ticket once the fix is shipped.", True),
+])
+def test_pending_steps_immediate_actions_and_periods(detector, a, b, expected):
+    _check(detector, a, b, expected)

@@ -11,7 +11,7 @@ from pydantic import BaseModel, ConfigDict, Field, StrictFloat, StrictInt, Stric
 from pydantic import ValidationError as _PydanticError
 
 from ..errors import ValidationError, invalid_input
-from ..reflect.checks import Check
+from ..trace.checks import Check
 from ..retrieve.paths import validate_trigger
 from ..types import Trigger
 
@@ -41,7 +41,7 @@ class MemoryInput(BaseModel):
     trigger: TriggerInput | None = None
     source_episode_ids: list[StrictStr] = []
     check: dict[str, Any] | None = None
-    """The rule's checkable form, ``{"kind": "order", "tools": [...]}`` (:mod:`hindsight_lab.reflect.checks`)."""
+    """The rule's checkable form, ``{"kind": "order", "tools": [...]}`` (:mod:`hindsight_lab.trace.checks`)."""
 
     @field_validator("content")
     @classmethod

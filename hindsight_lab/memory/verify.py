@@ -1,6 +1,6 @@
 """Rules verified by later outcomes (DESIGN §2.4, article §3.2 "反复验证有效 confidence 上升").
 
-A candidate or rule with a checkable form (:class:`~hindsight_lab.reflect.checks.Check`) is verified by every later
+A candidate or rule with a checkable form (:class:`~hindsight_lab.trace.checks.Check`) is verified by every later
 run that reaches the step it guards: a run that **followed** it and succeeded, or **ignored** it and failed,
 confirms it; one that followed it and failed, or ignored it and succeeded, weakens it. Runs that failed for an
 outside cause (``failure_cause: external``) say nothing about strategy and are not counted. What counts is read
@@ -32,7 +32,7 @@ from dataclasses import replace
 from math import exp, lgamma, log
 from typing import Any, Mapping
 
-from ..reflect.checks import Check
+from ..trace.checks import Check
 from ..types import MemoryRecord
 
 #: Codes of the runs a rule's evidence holds: followed and succeeded (``fo``), followed and failed (``fx``),

@@ -14,7 +14,7 @@ from typing import Any, Callable, Sequence
 import numpy as np
 
 from ..config import LabConfig
-from ..reflect.checks import Check
+from ..trace.checks import Check
 from ..reflect.pipeline import PENDING
 from ..retrieve.index import RecallIndex, is_retired
 from ..trace import Episode
@@ -261,8 +261,9 @@ class Writes:
                     self.promote(new, emb, now)
 
     def promote(self, cand: MemoryRecord, emb: np.ndarray, now: datetime) -> MemoryRecord:
-        """Move a candidate to L3, merging it into an equivalent rule when there is one."""
-        as_rule = replace(cand, kind=Kind.RULE, last_confirmed_at=now)
+        """Move a candidate to L3 (``attrs.promoted_at``), merging it into an equivalent rule when there is one."""
+        as_rule = replace(cand, kind=Kind.RULE, last_confirmed_at=now,
+                          attrs={**cand.attrs, "promoted_at": now.isoformat()})
         match = self.nearest_match(Bucket.RULE, as_rule, emb)
         if match is not None:
             result = self._merge_into(match[0], as_rule, Bucket.RULE, now)

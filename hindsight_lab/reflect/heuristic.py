@@ -13,8 +13,8 @@ order that also worked, or related tasks of another type. Without any, the refle
 (``empty_counter_examples``) and never promoted. Confidence grows with the related episodes that support the rule
 (successful alternatives, earlier runs that failed the same way) and shrinks with those that contradict it. A
 trigger is attached when a state-changing tool's verb appears in the instruction. A rule that asks for a tool order
-(the path that worked, or the one successful similar runs took) carries it as a check (:mod:`.checks`), so later
-runs can verify it.
+(the path that worked, or the one successful similar runs took) carries it as a check
+(:mod:`hindsight_lab.trace.checks`), so later runs can verify it.
 
 Examples:
     >>> from hindsight_lab.config import LabConfig
@@ -63,10 +63,10 @@ def _generalise(text: str) -> str:
 
 
 def _order_check(path: Sequence[str], changing: set[str], before: int = CHECK_BEFORE) -> dict[str, Any]:
-    """The rule's checkable form (:mod:`.checks`): the path's last state-changing tool is the step it guards, and
-    the ``before`` tools first called right before it the order it checks — the part of the order closest to the
-    step, so that the check stays true to the rule and runs that took another way to the step can still be told
-    apart. None when nothing changed state or nothing precedes the step."""
+    """The rule's checkable form (:mod:`hindsight_lab.trace.checks`): the path's last state-changing tool is the
+    step it guards, and the ``before`` tools first called right before it the order it checks — the part of the
+    order closest to the step, so that the check stays true to the rule and runs that took another way to the step
+    can still be told apart. None when nothing changed state or nothing precedes the step."""
     target = next((t for t in reversed(path) if t in changing), None)
     if target is None or path.index(target) == 0:
         return {}

@@ -47,7 +47,8 @@ class Reflection(BaseModel):
     confidence: StrictFloat | StrictInt
     counter_examples: list[StrictStr]
     trigger: dict[str, list[StrictStr]] | None = None
-    check: dict[str, Any] | None = Field(None, description="the rule's checkable form (:mod:`.checks`), if any")
+    check: dict[str, Any] | None = Field(None, description="the rule's checkable form, if any "
+                                         "(:mod:`hindsight_lab.trace.checks`)")
     episode_id: str | None = Field(None, description="the episode reflected on (set by the pipeline)")
 
 
@@ -132,9 +133,10 @@ def validate_reflection(raw: str | Mapping[str, Any], rules: ReflectionRulesConf
 
 
 def _check(data: Any) -> dict[str, Any] | None:
-    """A checkable form that parses (:class:`~.checks.Check`), normalised; one that does not is dropped — the rule
+    """A checkable form that parses (:class:`~hindsight_lab.trace.checks.Check`), normalised; one that does not is
+    dropped — the rule
     stands without it, as a rule no code can verify."""
-    from .checks import Check
+    from ..trace.checks import Check
 
     check = Check.of(data)
     return check.to_dict() if check else None

@@ -103,7 +103,21 @@ def run_episodes(episodes: Sequence[Episode], systems: Sequence[ReplaySystem], *
         _add_reflection_stats(run, done[-1]["reflection_stats"])
     else:
         _add_reflection_stats(run, _collect_reflection_stats(systems))
+        run.rules = _collect_rules(systems)
     return run
+
+
+def _collect_rules(systems: Sequence[ReplaySystem]) -> dict[str, list[Any]]:
+    """Each hindsight system's L3 rules at the end of the replay, archived ones included (a promotion's lift is
+    measured on the episodes after it, whatever became of the rule later)."""
+    from ..types import Kind
+
+    out = {}
+    for s in systems:
+        mem = getattr(s, "mem", None)
+        if mem is not None:
+            out[s.name] = [r for r in mem.records(Kind.RULE) + mem.records(archived=True) if r.kind is Kind.RULE]
+    return out
 
 
 def run_conversations(conversations: Iterable[Any], make_systems: Callable[[], Sequence[ReplaySystem]], *,

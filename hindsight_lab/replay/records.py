@@ -34,5 +34,7 @@ class ReplayRun:
     memory: list[dict[str, Any]] = field(default_factory=list)  # per system, per episode: counts by layer
     outcomes: list[dict[str, Any]] = field(default_factory=list)  # per episode: recorded success trend
     reflection: dict[str, dict[str, Any]] = field(default_factory=dict)  # per hindsight system: reflection stats
+    rules: dict[str, list[Any]] = field(default_factory=dict)  # per hindsight system: its L3 rules at the end
+    lift: dict[str, dict[str, Any]] = field(default_factory=dict)  # per hindsight system: its promoted rules' lift
     timing: dict[str, float] = field(default_factory=dict)
     clock: str = "started_at"

@@ -198,6 +198,8 @@ def judge(run: ReplayRun, judgements: Judgements | Mapping[str, Judgements], dat
                        "systems": other.systems, "intervals": other.intervals, "tests": other.tests}
         frames[mode] = pd.DataFrame(other.rows)
     metrics_json["modes"] = modes
+    if run.lift:
+        metrics_json["lift"] = run.lift
     return ReplayReport(metrics_json, pd.DataFrame(scored.rows), run, repeat, mode_episodes=frames)
 
 

@@ -18,6 +18,7 @@ from ..metrics import Judgements
 from ..metrics.modes import MODES, judge_mode
 from .engine import ReplayRun, run_conversations, run_episodes
 from .journal import JOURNAL_DIR, Journal
+from .lift import lift_report
 from .report import EMPTY_QUERY_SET, METRICS, ReplayReport, judge
 from .systems import BASELINE_KEY, CONVERSATION_BASELINE_KEY, build_systems
 
@@ -241,6 +242,8 @@ def _replay(data: Path | Sequence[Any], dataset: dict[str, Any], *, systems: Seq
                     s.close()
             run.timing["prefetch_s"] = prefetch_s
             dataset.update(n_episodes=len(episodes), clock=run.clock)
+            times = [o["at"] for o in sorted(run.outcomes, key=lambda o: o["order"])]
+            run.lift = {name: lift_report(rules, episodes, times) for name, rules in run.rules.items()}
     return run, judgements, sources
 
 

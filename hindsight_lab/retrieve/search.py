@@ -14,7 +14,8 @@ from typing import Any, Callable, Mapping, Sequence
 import numpy as np
 
 from ..config import RetrievalConfig
-from ..types import Hit, MemoryRecord, ScoreTerms
+from ..trace.checks import Check
+from ..types import Hit, Kind, MemoryRecord, ScoreTerms
 from .features import feature_matrix, raw_features
 from .index import RecallIndex
 from .inject import SECTIONS, fit_budget, render, render_line, section_of
@@ -23,6 +24,35 @@ from .params import ParamBatch, RerankParams
 from .recall import Candidates, recall
 from .rerank import COLUMNS, rerank
 from .result import CandidateSet, SearchResult
+
+
+def covered(records: Sequence[MemoryRecord]) -> np.ndarray:
+    """``(n, n)``: 1 between an L3 rule with a check and each episode that followed it and succeeded — the episode
+    says what the rule says — else 0. Taken as their similarity, it makes the rerank's redundancy penalty spend the
+    budget on what is new once the rule is chosen (a rule is short; the episodes it covers are long).
+
+    Examples:
+        >>> from hindsight_lab.types import Kind
+        >>> rule = MemoryRecord("rule-1", Kind.RULE, "Before pay, call get.",
+        ...                     attrs={"check": {"tools": ["get", "pay"]}})
+        >>> ok = MemoryRecord("epis-1", Kind.EPISODE, "…", outcome="success", attrs={"tools": ["get", "pay"]})
+        >>> bad = MemoryRecord("epis-2", Kind.EPISODE, "…", outcome="failure", attrs={"tools": ["get", "pay"]})
+        >>> covered([rule, ok, bad]).tolist()
+        [[0.0, 1.0, 0.0], [1.0, 0.0, 0.0], [0.0, 0.0, 0.0]]
+    """
+    n = len(records)
+    out = np.zeros((n, n))
+    checks = [(i, Check.of((r.attrs or {}).get("check"))) for i, r in enumerate(records) if r.kind is Kind.RULE]
+    checks = [(i, c) for i, c in checks if c is not None]
+    if not checks:
+        return out
+    for j, rec in enumerate(records):
+        if rec.kind is Kind.EPISODE and rec.outcome == "success":
+            tools = list((rec.attrs or {}).get("tools", ()))
+            for i, check in checks:
+                if check.followed(tools):
+                    out[i, j] = out[j, i] = 1.0
+    return out
 
 
 @dataclass(frozen=True)
@@ -51,7 +81,7 @@ class Searcher:
         feats = feature_matrix(raw, ParamBatch.of(params))
         # einsum, not the @ of a threaded BLAS: its spinning worker threads slowed the next query encoding ~2x on
         # a busy 2-core machine (bench profile); the matrix is at most a few dozen rows
-        sim = np.einsum("ik,jk->ij", embs, embs)
+        sim = np.maximum(np.einsum("ik,jk->ij", embs, embs), covered(cands.records))
         ranked = rerank(feats, sim, params, top_k=top_k, forced=forced)
 
         working = list(working)

@@ -111,8 +111,9 @@ _NAME = re.compile(r"(?<![.!?]\s)(?<!^)\b([A-Z][a-z]{2,})\b")
 def instance_signature(episode: Episode, max_items: int = 16) -> tuple[str, ...]:
     """What a run was about — the customer, order, booking — as the identifiers it named: the string argument
     values of its tool calls that look like identifiers (a digit in them, or a short all-caps code) and the
-    capitalised words (not opening a sentence) and numbers of its instruction, lower-cased, sorted. Two runs of one task share most of
-    them; two tasks rarely do (see :func:`same_instance`). Read from the trace alone, never from a label.
+    capitalised words (not opening a sentence) and numbers of its instruction, lower-cased, sorted. Two runs of one
+    task share most of them; two tasks rarely do (see :func:`same_instance`). Read from the trace alone, never from
+    a label.
 
     Examples:
         >>> ep = Episode.model_validate({"episode_id": "e", "instruction": "Hi, I am Mia Li, refund order 7",

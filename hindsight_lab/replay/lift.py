@@ -1,0 +1,125 @@
+"""The lift of promoted rules: do the runs that follow a rule succeed more often than those that do not?
+
+Measured only on the episodes that come **after** a rule's promotion (never the runs that confirmed it), among those
+that reach the step it guards (:class:`~hindsight_lab.trace.checks.Check`): the success rate of the runs that
+followed it minus that of the runs that did not, per source agent (a cross-agent replay mixes agents of different
+skill), pooled over rules and sources weighted by the runs compared. The interval resamples whole tasks; the null
+shuffles outcomes among the runs of each task, which keeps every task's difficulty and breaks any link between
+following a rule and succeeding.
+
+The recorded agents never saw the rules: the lift says whether a rule **predicts** success, not that following it
+causes it. Cause is measured where an agent reads the memory — the live environment
+(:mod:`hindsight_lab.replay.live`).
+
+Examples:
+    >>> from hindsight_lab.trace.checks import Check
+    >>> runs = [Run("a", "t1", "x", 0, ("get", "pay"), True), Run("b", "t2", "x", 1, ("pay",), False),
+    ...         Run("c", "t3", "x", 2, ("get", "pay"), True), Run("d", "t4", "x", 3, ("pay",), True)]
+    >>> pooled_lift([(Check(("get", "pay")), -1)], runs)
+    (0.5, 4)
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any, Sequence
+
+import numpy as np
+
+from ..trace.checks import Check
+
+NOTE = ("Measured on recorded runs whose agents never saw the rules: a positive lift says a rule predicts success, "
+        "not that following it causes success (the live environment measures cause).")
+
+
+@dataclass(frozen=True)
+class Run:
+    """One replayed episode as the lift needs it (judging side: its task id groups resamples and shuffles)."""
+
+    episode_id: str
+    task: str
+    source: str
+    order: int
+    tools: tuple[str, ...]
+    success: bool
+
+
+def pooled_lift(rules: Sequence[tuple[Check, int]], runs: Sequence[Run]) -> tuple[float, int]:
+    """``(lift, runs compared)``: for each rule (its check and the order of its promotion) and source, the success
+    rate of the later runs that followed it minus of those that reached its step without, weighted by how many were
+    compared; ``(nan, 0)`` when no rule had both kinds of later runs in any source."""
+    total, weight = 0.0, 0
+    for check, after in rules:
+        by_source: dict[str, tuple[list[bool], list[bool]]] = {}
+        for run in runs:
+            if run.order > after and check.reaches(run.tools):
+                followed, ignored = by_source.setdefault(run.source, ([], []))
+                (followed if check.followed(run.tools) else ignored).append(run.success)
+        for followed, ignored in by_source.values():
+            if followed and ignored:
+                n = len(followed) + len(ignored)
+                total += n * (float(np.mean(followed)) - float(np.mean(ignored)))
+                weight += n
+    return (total / weight if weight else float("nan")), weight
+
+
+def lift_report(rules: Sequence[Any], episodes: Sequence[Any], times: Sequence[datetime], *, seed: int = 0,
+                n: int = 1000) -> dict[str, Any]:
+    """The lift block of a replay's ``metrics.json`` for one system's L3 rules (records with ``attrs.check`` and
+    ``attrs.promoted_at``) over the replayed ``episodes`` (in replay order, at ``times`` on the replay clock)."""
+    runs = [Run(e.episode_id, e.task_id or e.episode_id, str((e.meta or {}).get("source_file", "")), i,
+                tuple(e.tool_names()), e.outcome == "success")
+            for i, e in enumerate(episodes) if not (e.outcome != "success" and e.failure_cause == "external")]
+    promoted = []
+    for rec in rules:
+        check, at = Check.of((rec.attrs or {}).get("check")), (rec.attrs or {}).get("promoted_at")
+        if check is not None and at:
+            promoted.append((rec, check, _order_after(times, datetime.fromisoformat(at))))
+    pairs = [(check, after) for _, check, after in promoted]
+    lift, compared = pooled_lift(pairs, runs)
+    out: dict[str, Any] = {"promoted": len(promoted), "rules": [
+        {"id": rec.id, "rule": rec.content, "check": check.to_dict(), "promoted_after_episode": after,
+         "confidence": rec.confidence} for rec, check, after in promoted],
+        "lift": lift, "runs_compared": compared, "note": NOTE}
+    if compared:
+        boot, null = _bootstrap(pairs, runs, seed, n), _null(pairs, runs, seed, n)
+        out.update(ci=[float(np.nanpercentile(boot, 2.5)), float(np.nanpercentile(boot, 97.5))],
+                   null_p95=float(np.nanpercentile(null, 95)),
+                   p_value=float((1 + np.sum(null >= lift - 1e-12)) / (1 + np.sum(~np.isnan(null)))))
+    return out
+
+
+def _order_after(times: Sequence[datetime], at: datetime) -> int:
+    """The order of the last episode at or before ``at`` on the replay clock (the promotion's own episode)."""
+    before = [i for i, t in enumerate(times) if t <= at]
+    return before[-1] if before else -1
+
+
+def _bootstrap(pairs: Sequence[tuple[Check, int]], runs: Sequence[Run], seed: int, n: int) -> np.ndarray:
+    """The pooled lift over ``n`` resamples of whole tasks (each drawn task's runs, all of them)."""
+    rng = np.random.default_rng(seed)
+    tasks = sorted({r.task for r in runs})
+    of = {t: [r for r in runs if r.task == t] for t in tasks}
+    out = np.empty(n)
+    for i in range(n):
+        drawn = [r for t in rng.choice(tasks, size=len(tasks)) for r in of[t]]
+        out[i] = pooled_lift(pairs, drawn)[0]
+    return out
+
+
+def _null(pairs: Sequence[tuple[Check, int]], runs: Sequence[Run], seed: int, n: int) -> np.ndarray:
+    """The pooled lift over ``n`` shuffles of the outcomes among the runs of each task."""
+    rng = np.random.default_rng(seed + 1)
+    by_task: dict[str, list[int]] = {}
+    for i, r in enumerate(runs):
+        by_task.setdefault(r.task, []).append(i)
+    outcomes = np.array([r.success for r in runs])
+    out = np.empty(n)
+    for i in range(n):
+        shuffled = outcomes.copy()
+        for idx in by_task.values():
+            shuffled[idx] = rng.permutation(outcomes[idx])
+        out[i] = pooled_lift(pairs, [Run(r.episode_id, r.task, r.source, r.order, r.tools, bool(s))
+                                     for r, s in zip(runs, shuffled)])[0]
+    return out

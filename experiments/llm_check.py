@@ -73,7 +73,8 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
                     "accepted": o.reflection is not None,
                     "rejection": o.rejection.reason if o.rejection else None,
                     "detail": o.rejection.detail if o.rejection else None,
-                    "rule": o.reflection.reusable_rule if o.reflection else None}
+                    "rule": o.reflection.reusable_rule if o.reflection else None,
+                    "raw": o.rejection.raw[:300] if o.rejection else None}
                    for o in outcomes if o.decision.reflect]
     return {"dataset": info["name"], "episodes": len(episodes), "llm": llm, "calls": calls,
             "reflections": reflections, "checks": checks(calls, reflections, llm)}
@@ -112,7 +113,8 @@ def report(result: dict[str, Any]) -> str:
         if rows:
             lines.append(pd.DataFrame(rows).to_string(index=False))
         lines.append("")
-        frame = pd.DataFrame([{**r, "detail": (r["detail"] or "")[:70], "rule": (r["rule"] or "")[:60]}
+        frame = pd.DataFrame([{k: v for k, v in r.items() if k != "raw"} | {"detail": (r["detail"] or "")[:70],
+                                                                               "rule": (r["rule"] or "")[:60]}
                               for r in refl])
         if not frame.empty:
             lines.append(frame.to_string(index=False))

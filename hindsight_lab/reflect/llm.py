@@ -54,7 +54,7 @@ from ..store.guard import public_url
 from .budget import Fitted, context_tokens, count_tokens, fit_one, pack
 from .compress import CompressedEpisode
 from .faults import Fault, classify, litellm_module
-from .prompts import BATCH_JSON_SCHEMA, REFLECTION_JSON_SCHEMA, build_batch_messages, build_messages
+from .prompts import REFLECTION_JSON_SCHEMA, batch_json_schema, build_batch_messages, build_messages
 from .registry import register
 from .schema import Reflection, Rejection, extract_json, validate_reflection
 
@@ -275,7 +275,7 @@ class LiteLLMReflector:
                 return [self._failed(answer.fault, ids[0])]
             return [self._validate(answer.content or "", f.episode, answer)]
         answer = self.complete(build_batch_messages([f.item() for f in group]), self.max_tokens * len(group),
-                               batch_size=len(group), schema=BATCH_JSON_SCHEMA, episode_ids=ids)
+                               batch_size=len(group), schema=batch_json_schema(ids), episode_ids=ids)
         if answer.fault is not None:
             return [self._failed(answer.fault, eid) for eid in ids]
         entries = self._parse_batch(answer.content or "")

@@ -461,6 +461,13 @@ def test_a_batch_of_four_is_one_call_mapped_back_by_episode_id(make, stub):
         assert f"Episode {i} of 4 (episode_id: {ep.episode_id})" in user
         assert ep.to_text(2000) in user and rel[0].to_text(500, brief=True) in user
     assert r.calls[-1]["batch_size"] == 4 and r.calls[-1]["attempts"] == 1
+    assert r.calls[-1]["episode_ids"] == ["b0", "b1", "b2", "b3"]
+    # the schema asks for exactly one reflection per episode, each naming one of them: a grammar-constrained
+    # server (llama.cpp) cannot leave an episode out, as gemma-3-270m did with an open-ended list
+    listed = req.body["response_format"]["json_schema"]["schema"]["properties"]["reflections"]
+    assert listed["minItems"] == listed["maxItems"] == 4
+    assert listed["items"]["properties"]["episode_id"]["enum"] == ["b0", "b1", "b2", "b3"]
+    assert listed["items"]["required"] == ["episode_id", *prompts.JUDGEMENT_FIELDS]
 
 
 def test_a_batch_with_one_invalid_item_gives_three_accepted_and_one_rejected(make, stub):

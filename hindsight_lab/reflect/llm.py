@@ -54,7 +54,9 @@ from ..store.guard import public_url
 from .budget import Fitted, context_tokens, count_tokens, fit_one, pack
 from .compress import CompressedEpisode
 from .faults import Fault, classify, litellm_module
-from .prompts import REFLECTION_JSON_SCHEMA, batch_json_schema, build_batch_messages, build_messages
+from ..retrieve.paths import normalise
+from .prompts import (EXAMPLE_RULE, REFLECTION_JSON_SCHEMA, batch_json_schema, build_batch_messages,
+                      build_messages)
 from .registry import register
 from .schema import Reflection, Rejection, extract_json, validate_reflection
 
@@ -189,6 +191,7 @@ class LiteLLMReflector:
         litellm = litellm_module()
         api_key = self._api_key()
         sleep = self.sleep or time.sleep
+        estimated = count_tokens(self.model, messages)  # before the clock starts: not the server's time
         t0 = time.perf_counter()
         deadline = t0 + float(self.timeout_s) * batch_size
         attempts = retries = 0
@@ -196,7 +199,7 @@ class LiteLLMReflector:
         record: dict[str, Any] = {"model": self.model, "prompt_tokens": None, "completion_tokens": None,
                                   "cost_usd": None, "latency_s": 0.0, "attempts": 0, "status": "ok",
                                   "batch_size": batch_size, "output": None, "episode_ids": list(episode_ids),
-                                  "prompt_tokens_estimated": count_tokens(self.model, messages)}
+                                  "prompt_tokens_estimated": estimated}
         answer = Answer()
         while True:
             remaining = deadline - time.perf_counter()
@@ -296,6 +299,9 @@ class LiteLLMReflector:
         if isinstance(result, Rejection) and result.reason == "invalid_json" and answer.finish_reason == "length":
             return dataclasses.replace(result, detail=result.detail + " (the answer was cut at max_tokens: "
                                        "raise reflect.llm.max_tokens)")
+        if isinstance(result, Reflection) and normalise(result.reusable_rule) == normalise(EXAMPLE_RULE):
+            return Rejection("rule_too_generic", "reusable_rule is the prompt's worked example, copied: it says "
+                             "nothing of this episode", result.reusable_rule, episode.episode_id)
         return result
 
     @staticmethod

@@ -23,6 +23,7 @@ Examples:
 
 from __future__ import annotations
 
+import json
 from typing import Any, Sequence
 
 from .compress import CompressedEpisode
@@ -82,6 +83,9 @@ GOOD_EXAMPLE = """\
  "counter_examples": ["Digital goods have no shipping status and can be refunded directly (ep-0377).",
                       "A pending order was never shipped: cancel it instead of opening a return."],
  "trigger": {"any": ["refund", "money back"], "all": [], "task_types": ["issue_refund"]}}"""
+
+EXAMPLE_RULE: str = json.loads(GOOD_EXAMPLE)["reusable_rule"]
+"""The worked example's rule: a model that hands it back has copied the prompt (gemma-3-270m did, every time)."""
 
 BAD_EXAMPLE = """\
 {"key_decision": "refunded", "why_it_worked_or_failed": "mistake", "reusable_rule": "Be careful with refunds.",

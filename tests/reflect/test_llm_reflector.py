@@ -301,6 +301,19 @@ def test_structured_output_steps_down_to_what_the_server_takes_and_remembers_it(
         assert carried == {"type": "json_object", "schema": prompts.REFLECTION_JSON_SCHEMA}
 
 
+def test_a_rule_copied_from_the_prompts_worked_example_is_rejected(make, stub):
+    # gemma-3-270m behind llama-cpp-python handed the example back for every episode, schema-valid each time
+    r = make()
+    copied = json.loads(prompts.GOOD_EXAMPLE)
+    stub.push(Reply(content=json.dumps(copied)),
+              Reply(content=json.dumps({**copied, "reusable_rule": copied["reusable_rule"].upper() + "  "})))
+    for eid in ("e1", "e2"):
+        out = r.reflect(_ep(eid), [])
+        assert isinstance(out, Rejection) and out.reason == "rule_too_generic", out
+        assert "worked example" in out.detail and out.episode_id == eid
+    _still_works(r, stub)
+
+
 def test_a_plain_500_is_still_retried_and_not_taken_for_a_refused_format(make, stub):
     r = make()
     stub.push(Reply.error(500, "CUDA error: out of memory"), _ok())

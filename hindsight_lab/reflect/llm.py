@@ -58,7 +58,8 @@ from ..retrieve.paths import normalise
 from .prompts import (EXAMPLE_RULE, REFLECTION_JSON_SCHEMA, batch_json_schema, build_batch_messages,
                       build_messages)
 from .registry import register
-from .schema import Reflection, Rejection, extract_json, validate_reflection
+from .answers import assign, parse_batch, read_usage
+from .schema import Reflection, Rejection, validate_reflection
 
 logger = logging.getLogger(__name__)
 
@@ -240,7 +241,7 @@ class LiteLLMReflector:
                 record["status"] = fault.kind
                 logger.warning("reflector call failed %s: %s", what, fault.detail)
                 break
-            self._read_usage(litellm, response, record)
+            read_usage(litellm, response, record)
             choice = response.choices[0] if getattr(response, "choices", None) else None
             answer.content = getattr(getattr(choice, "message", None), "content", None)
             answer.finish_reason = getattr(choice, "finish_reason", None)
@@ -281,12 +282,12 @@ class LiteLLMReflector:
                                batch_size=len(group), schema=batch_json_schema(ids), episode_ids=ids)
         if answer.fault is not None:
             return [self._failed(answer.fault, eid) for eid in ids]
-        entries = self._parse_batch(answer.content or "")
+        entries = parse_batch(answer.content or "")
         if entries is None:  # an unreadable batch answer: each episode once more in its own call
             logger.warning("batch answer for %d episodes could not be parsed; reflecting on each separately",
                            len(group))
             return [self._call([f])[0] for f in group]
-        assigned = self._assign(entries, ids)
+        assigned = assign(entries, ids)
         return [self._validate(assigned[i], f.episode, answer) if i in assigned else
                 Rejection("missing_field", f"the batch answer has no reflection for episode {f.episode.episode_id!r}",
                           (answer.content or "")[:2000], f.episode.episode_id)
@@ -374,52 +375,3 @@ class LiteLLMReflector:
                                  f"{shown_env_name(self.api_key_env)}, which is not set or empty: export it, or set "
                                  "api_key_env to null for a server that needs no key")
         return key
-
-    @staticmethod
-    def _read_usage(litellm: Any, response: Any, record: dict[str, Any]) -> None:
-        usage = getattr(response, "usage", None)
-        record["prompt_tokens"] = getattr(usage, "prompt_tokens", None)
-        record["completion_tokens"] = getattr(usage, "completion_tokens", None)
-        cost = (getattr(response, "_hidden_params", None) or {}).get("response_cost")
-        if cost is None:
-            try:
-                cost = litellm.completion_cost(completion_response=response)
-            except Exception:  # noqa: BLE001 - an unmapped model (local servers) has no known price
-                cost = None
-        record["cost_usd"] = float(cost) if cost is not None else None
-
-    @staticmethod
-    def _parse_batch(content: str) -> list[Any] | None:
-        """The list of reflections of a batch answer, or None when it cannot be read as one."""
-        try:
-            data = extract_json(content)
-        except ValueError:
-            return None
-        if isinstance(data, Mapping):
-            data = data.get("reflections")
-        return list(data) if isinstance(data, list) else None
-
-    @staticmethod
-    def _assign(entries: list[Any], ids: list[str]) -> dict[int, Any]:
-        """Map answer entries to episode positions: by ``episode_id`` first, then by position for the rest.
-
-        An ``episode_id`` that is not one of ``ids`` but a number 1…n is taken as the episode's number in the
-        prompt. An entry whose slot is already taken is dropped.
-        """
-        index = {eid: i for i, eid in enumerate(ids)}
-        assigned: dict[int, Any] = {}
-        unmatched: list[tuple[int, Any]] = []
-        for pos, entry in enumerate(entries):
-            raw_id = entry.get("episode_id") if isinstance(entry, Mapping) else None
-            slot = index.get(str(raw_id)) if raw_id is not None else None
-            if slot is None and raw_id is not None and str(raw_id).strip().isdigit():
-                number = int(str(raw_id).strip())
-                slot = number - 1 if 1 <= number <= len(ids) else None
-            if slot is not None and slot not in assigned:
-                assigned[slot] = entry
-            else:
-                unmatched.append((pos, entry))
-        for pos, entry in unmatched:
-            if pos < len(ids) and pos not in assigned:
-                assigned[pos] = entry
-        return assigned

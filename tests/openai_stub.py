@@ -7,8 +7,11 @@ what was sent: the prompt, ``response_format``, the number of calls.
 
 It can also refuse what a real server refuses, before any scripted answer is used: a request over its context
 (``context_tokens``: the prompt's tokens, counted by ``count_tokens``, plus ``max_tokens``) gets the 400 that
-llama-cpp-python's server sends (``context_length_exceeded``), and a ``response_format`` type it does not take
-(``response_formats``) gets a 400 naming it, as vLLM and older llama.cpp builds answer.
+llama-cpp-python's server sends (``context_length_exceeded``), and a ``response_format`` it does not take
+(``response_formats``: the forms it takes, among ``json_schema``, ``json_object``, ``json_object+schema`` — a
+``json_object`` that carries a ``schema``, llama-cpp-python's form — and ``text``) gets a 400 naming it, as vLLM and
+older llama.cpp builds answer; ``refusal_status=500`` answers as llama-cpp-python's server does (its request
+validation error, wrapped in a 500).
 
 Examples:
     >>> from openai_stub import OpenAIStub, Reply
@@ -29,7 +32,7 @@ from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any, Callable, Iterable
 
-__all__ = ["OpenAIStub", "Reply", "RecordedRequest"]
+__all__ = ["OpenAIStub", "Reply", "RecordedRequest", "response_form"]
 
 
 @dataclass
@@ -85,12 +88,13 @@ class OpenAIStub:
 
     def __init__(self, replies: Iterable[Reply] = (), *, default: Reply | None = None, model: str = "stub",
                  context_tokens: int | None = None, count_tokens: Callable[[str], int] | None = None,
-                 response_formats: Iterable[str] | None = None) -> None:
+                 response_formats: Iterable[str] | None = None, refusal_status: int = 400) -> None:
         self.default = default or Reply.error(500, "stub queue is empty")
         self.model = model
         self.context_tokens = context_tokens
         self.count_tokens = count_tokens or word_tokens
         self.response_formats = None if response_formats is None else frozenset(response_formats)
+        self.refusal_status = refusal_status
         self.requests: list[RecordedRequest] = []
         self._queue: deque[Reply] = deque(replies)
         self._lock = threading.Lock()
@@ -198,10 +202,13 @@ class OpenAIStub:
         """The 400 a real server sends for this request, or None when it would answer it."""
         if not isinstance(request, dict):
             return None
-        fmt = request.get("response_format")
-        kind = fmt.get("type") if isinstance(fmt, dict) else None
-        if kind is not None and self.response_formats is not None and kind not in self.response_formats:
-            return Reply.error(400, f"response_format type '{kind}' is not supported")
+        form = response_form(request)
+        if form is not None and self.response_formats is not None and form not in self.response_formats:
+            if self.refusal_status == 500:  # llama-cpp-python: pydantic's error, wrapped in a 500
+                return Reply.error(500, "1 validation error:\n  {'type': 'literal_error', 'loc': ('body', "
+                                   "'response_format', 'type'), 'msg': \"Input should be 'text' or 'json_object'\", "
+                                   f"'input': '{form}'}}")
+            return Reply.error(self.refusal_status, f"response_format type '{form}' is not supported")
         if self.context_tokens is not None:
             prompt, completion = self.prompt_tokens(request), int(request.get("max_tokens") or 0)
             if prompt + completion > self.context_tokens:
@@ -225,6 +232,16 @@ class OpenAIStub:
                          "finish_reason": reply.finish_reason}],
             "usage": reply.usage,
         })
+
+
+def response_form(request: Any) -> str | None:
+    """The ``response_format`` a request asks for: its type, ``json_object+schema`` for a json_object that carries a
+    schema; None when it asks for none."""
+    fmt = request.get("response_format") if isinstance(request, dict) else None
+    if not isinstance(fmt, dict):
+        return None
+    kind = fmt.get("type")
+    return f"{kind}+schema" if kind == "json_object" and "schema" in fmt else kind
 
 
 _PIECE = re.compile(r"[A-Za-z]+|\d{1,3}|[^\sA-Za-z\d]", re.A)

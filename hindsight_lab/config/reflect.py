@@ -89,9 +89,10 @@ class LLMReflectorConfig(Section):
     """First backoff delay; doubled after each retry."""
     batch_size: int = Field(4, ge=1)
     """Most episodes reflected on in one call by ``reflect_batch`` (fewer when they do not fit the context)."""
-    output: Literal["auto", "json_schema", "json_object", "text"] = "auto"
-    """Structured output: ``auto`` asks for a JSON schema and steps down to ``json_object``, then plain text, when
-    the server refuses it; or one of them, fixed."""
+    output: Literal["auto", "json_schema", "json_object_schema", "json_object", "text"] = "auto"
+    """Structured output: ``auto`` asks for a JSON schema and steps down to ``json_object`` with the schema (what
+    llama-cpp-python's server takes), plain ``json_object``, then plain text, when the server refuses it; or one of
+    them, fixed."""
     context_tokens: int | None = Field(None, ge=256)
     """The model's context window in tokens (prompt and answer); None: what LiteLLM knows of the model, else 4,096.
     Prompts are shrunk to fit it (related episodes first, then the episode's text)."""

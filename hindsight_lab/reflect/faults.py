@@ -6,11 +6,15 @@ timeout → ``litellm.Timeout``, a refused connection → ``litellm.InternalServ
 ``openai.APIConnectionError`` in its cause chain), a prompt over the model's context → a 400 that names the context
 length (``litellm.ContextWindowExceededError`` for the providers LiteLLM maps), and a missing API key →
 ``litellm.InternalServerError`` (status 500, but no HTTP answer at all) — so faults are classified from the
-exception's cause chain and whether an HTTP answer came back, not from the exception class alone.
+exception's cause chain and whether an HTTP answer came back, not from the exception class alone. A refused
+``response_format`` is any 4xx or 5xx whose message names it: vLLM answers 400, a FastAPI server 422, and
+llama-cpp-python's server (0.3.x) a 500 wrapping its request validation error (its request model takes only
+``text`` and ``json_object``, the latter with an optional ``schema``).
 
 Retried: HTTP 5xx, 408, 429 (honouring ``Retry-After``) and refused or reset connections. Never retried: a timeout
 (against a slow model another attempt only multiplies the wait: the reflection's time budget ends it), a prompt over
-the context window (the same prompt fails the same way), any other 4xx.
+the context window (the same prompt fails the same way), a refused ``response_format`` (the caller steps down to a
+looser one instead), any other 4xx.
 """
 
 from __future__ import annotations
@@ -29,6 +33,7 @@ __all__ = ["Fault", "classify", "litellm_module"]
 _RETRY_STATUS = frozenset({408, 429})
 _CONTEXT = re.compile(r"context (length|window|size)|maximum context|too many tokens|prompt is too long|"
                       r"context_length_exceeded|exceed\w* .{0,40}(context|max(imum)? (input|sequence))", re.I)
+_FORMAT = re.compile(r"response_format|json_schema|response schema|guided", re.I)
 
 
 def litellm_module() -> Any:
@@ -137,7 +142,7 @@ def classify(exc: BaseException, secret: str | None) -> Fault:
         return Fault(kind, detail, retry=False, cause="client")
     if kind == "ContextWindowExceededError" or (status in (400, 413) and _CONTEXT.search(detail)):
         return Fault(kind, detail, retry=False, cause="context_window", status=status)
-    if status == 400 and re.search(r"response_format|json_schema|response schema|guided", detail, re.I):
+    if status >= 400 and status not in _RETRY_STATUS and _FORMAT.search(detail):
         return Fault(kind, detail, retry=False, cause="response_format", status=status)
     retry_after = _retry_after(_headers(exc)) if status in (429, 503) else None
     return Fault(kind, detail, retry=status >= 500 or status in _RETRY_STATUS, retry_after=retry_after,

@@ -11,8 +11,10 @@ Fitting the model. Every request is sized to the model's context before it is se
 episodes are dropped, then the episode's text cut, before an episode is given up as ``prompt_too_long``; episodes
 share a call only while it fits. The model is asked only for the judgement (:data:`~hindsight_lab.reflect.prompts.
 JUDGEMENT_FIELDS`): the episode's task_type, outcome and id are the system's, filled in on validation. Structured
-output (``output``): ``auto`` asks for a JSON schema (llama.cpp, vLLM and OpenAI take it), and a provider that
-answers 400 about it is asked with ``json_object`` next, then with plain text — a downgrade the reflector remembers.
+output (``output``): ``auto`` asks for a JSON schema (llama.cpp's server, vLLM and OpenAI take it), and a provider that
+refuses it (a 4xx, or a 5xx, naming the response format: llama-cpp-python's server answers 500) is asked with
+``json_object`` carrying the schema next (llama-cpp-python's form: its grammar then holds the answer to the schema),
+then with plain ``json_object``, then with plain text — a downgrade the reflector remembers.
 
 Time. ``timeout_s`` is the budget of one reflection (of a batch call: per episode in it), retries included: each
 attempt gets what is left of it, and a timeout is never retried (against a slow local model another attempt only
@@ -27,8 +29,9 @@ episode in it.
 
 Usage. Every logical call appends to :attr:`LiteLLMReflector.calls` a dict with ``model``, ``prompt_tokens``,
 ``completion_tokens``, ``cost_usd`` (None for an unpriced local model), ``latency_s`` (retries and backoff
-included), ``attempts``, ``status`` ("ok" or the fault's class name), ``batch_size`` and ``output``;
-:meth:`usage_summary` totals them.
+included), ``attempts``, ``status`` ("ok" or the fault's class name), ``batch_size``, ``output``, ``episode_ids``
+(of the call's episodes) and ``prompt_tokens_estimated`` (the prompt's tokens as :mod:`.budget` counts them, to set
+against the server's ``prompt_tokens``); :meth:`usage_summary` totals them.
 
 Examples:
     >>> from hindsight_lab.config import ReflectConfig
@@ -48,20 +51,24 @@ from typing import Any, Callable, Mapping, Sequence
 from ..config import ReflectConfig, ReflectionRulesConfig, shown_env_name
 from ..errors import ConfigError, ReflectorError
 from ..store.guard import public_url
-from .budget import Fitted, context_tokens, fit_one, pack
+from .budget import Fitted, context_tokens, count_tokens, fit_one, pack
 from .compress import CompressedEpisode
 from .faults import Fault, classify, litellm_module
-from .prompts import BATCH_JSON_SCHEMA, REFLECTION_JSON_SCHEMA, build_batch_messages, build_messages
+from ..retrieve.paths import normalise
+from .prompts import (EXAMPLE_RULE, REFLECTION_JSON_SCHEMA, batch_json_schema, build_batch_messages,
+                      build_messages)
 from .registry import register
-from .schema import Reflection, Rejection, extract_json, validate_reflection
+from .answers import assign, parse_batch, read_usage
+from .schema import Reflection, Rejection, validate_reflection
 
 logger = logging.getLogger(__name__)
 
 Item = tuple[CompressedEpisode, Sequence[CompressedEpisode]]
 Result = Reflection | Rejection
 
-OUTPUTS = ("json_schema", "json_object", "text")
-"""Structured-output requests, from the most constrained down; ``auto`` starts at the first."""
+OUTPUTS = ("json_schema", "json_object_schema", "json_object", "text")
+"""Structured-output requests, from the most constrained down; ``auto`` starts at the first. ``json_object_schema``
+is ``{"type": "json_object", "schema": …}``, the form llama-cpp-python's server takes (it refuses ``json_schema``)."""
 _REASONS = {"context_window": "prompt_too_long", "timeout": "timed_out"}
 
 
@@ -88,7 +95,8 @@ class LiteLLMReflector:
         max_retries: retries after a failed call (5xx, 408, 429, connection error) within the budget.
         backoff_s: first backoff delay, doubled after each retry.
         batch_size: most episodes per call in :meth:`reflect_batch`.
-        output: ``auto``, ``json_schema``, ``json_object`` or ``text`` (see the module docstring).
+        output: ``auto``, ``json_schema``, ``json_object_schema``, ``json_object`` or ``text`` (see the module
+            docstring).
         json_mode: False sends no ``response_format`` at all (the earlier switch; ``output: text`` says the same).
         context_tokens: the model's context window; None: what LiteLLM knows of the model, else 4,096.
         rules: validation bounds (``ReflectionRulesConfig`` or its dict form); None for the defaults.
@@ -179,18 +187,20 @@ class LiteLLMReflector:
         return [r for r in out if r is not None]
 
     def complete(self, messages: list[dict[str, str]], max_tokens: int, *, batch_size: int = 1,
-                 schema: Mapping[str, Any] | None = None) -> Answer:
+                 schema: Mapping[str, Any] | None = None, episode_ids: Sequence[str] = ()) -> Answer:
         """One logical call within the time budget; records usage; never raises for a provider fault."""
         litellm = litellm_module()
         api_key = self._api_key()
         sleep = self.sleep or time.sleep
+        estimated = count_tokens(self.model, messages)  # before the clock starts: not the server's time
         t0 = time.perf_counter()
         deadline = t0 + float(self.timeout_s) * batch_size
         attempts = retries = 0
         delay = float(self.backoff_s)
         record: dict[str, Any] = {"model": self.model, "prompt_tokens": None, "completion_tokens": None,
                                   "cost_usd": None, "latency_s": 0.0, "attempts": 0, "status": "ok",
-                                  "batch_size": batch_size, "output": None}
+                                  "batch_size": batch_size, "output": None, "episode_ids": list(episode_ids),
+                                  "prompt_tokens_estimated": estimated}
         answer = Answer()
         while True:
             remaining = deadline - time.perf_counter()
@@ -231,7 +241,7 @@ class LiteLLMReflector:
                 record["status"] = fault.kind
                 logger.warning("reflector call failed %s: %s", what, fault.detail)
                 break
-            self._read_usage(litellm, response, record)
+            read_usage(litellm, response, record)
             choice = response.choices[0] if getattr(response, "choices", None) else None
             answer.content = getattr(getattr(choice, "message", None), "content", None)
             answer.finish_reason = getattr(choice, "finish_reason", None)
@@ -264,20 +274,20 @@ class LiteLLMReflector:
         if len(group) == 1:
             f = group[0]
             answer = self.complete(build_messages(f.episode, f.related, f.chars), self.max_tokens,
-                                   schema=REFLECTION_JSON_SCHEMA)
+                                   schema=REFLECTION_JSON_SCHEMA, episode_ids=ids)
             if answer.fault is not None:
                 return [self._failed(answer.fault, ids[0])]
             return [self._validate(answer.content or "", f.episode, answer)]
         answer = self.complete(build_batch_messages([f.item() for f in group]), self.max_tokens * len(group),
-                               batch_size=len(group), schema=BATCH_JSON_SCHEMA)
+                               batch_size=len(group), schema=batch_json_schema(ids), episode_ids=ids)
         if answer.fault is not None:
             return [self._failed(answer.fault, eid) for eid in ids]
-        entries = self._parse_batch(answer.content or "")
+        entries = parse_batch(answer.content or "")
         if entries is None:  # an unreadable batch answer: each episode once more in its own call
             logger.warning("batch answer for %d episodes could not be parsed; reflecting on each separately",
                            len(group))
             return [self._call([f])[0] for f in group]
-        assigned = self._assign(entries, ids)
+        assigned = assign(entries, ids)
         return [self._validate(assigned[i], f.episode, answer) if i in assigned else
                 Rejection("missing_field", f"the batch answer has no reflection for episode {f.episode.episode_id!r}",
                           (answer.content or "")[:2000], f.episode.episode_id)
@@ -290,6 +300,9 @@ class LiteLLMReflector:
         if isinstance(result, Rejection) and result.reason == "invalid_json" and answer.finish_reason == "length":
             return dataclasses.replace(result, detail=result.detail + " (the answer was cut at max_tokens: "
                                        "raise reflect.llm.max_tokens)")
+        if isinstance(result, Reflection) and normalise(result.reusable_rule) == normalise(EXAMPLE_RULE):
+            return Rejection("rule_too_generic", "reusable_rule is the prompt's worked example, copied: it says "
+                             "nothing of this episode", result.reusable_rule, episode.episode_id)
         return result
 
     @staticmethod
@@ -307,10 +320,12 @@ class LiteLLMReflector:
         if mode == "json_schema" and schema is not None:
             name = "reflections" if "reflections" in schema.get("properties", {}) else "reflection"
             return {"type": "json_schema", "json_schema": {"name": name, "schema": dict(schema)}}
-        return {"type": "json_object"} if mode in ("json_schema", "json_object") else None
+        if mode == "json_object_schema" and schema is not None:
+            return {"type": "json_object", "schema": dict(schema)}
+        return None if mode == "text" else {"type": "json_object"}
 
     def _downgrade(self) -> bool:
-        """After a 400 about the structured-output request: ask with the next, looser one (remembered)."""
+        """After a refusal of the structured-output request: ask with the next, looser one (remembered)."""
         mode = self._output()
         if mode == "text":
             return False
@@ -360,52 +375,3 @@ class LiteLLMReflector:
                                  f"{shown_env_name(self.api_key_env)}, which is not set or empty: export it, or set "
                                  "api_key_env to null for a server that needs no key")
         return key
-
-    @staticmethod
-    def _read_usage(litellm: Any, response: Any, record: dict[str, Any]) -> None:
-        usage = getattr(response, "usage", None)
-        record["prompt_tokens"] = getattr(usage, "prompt_tokens", None)
-        record["completion_tokens"] = getattr(usage, "completion_tokens", None)
-        cost = (getattr(response, "_hidden_params", None) or {}).get("response_cost")
-        if cost is None:
-            try:
-                cost = litellm.completion_cost(completion_response=response)
-            except Exception:  # noqa: BLE001 - an unmapped model (local servers) has no known price
-                cost = None
-        record["cost_usd"] = float(cost) if cost is not None else None
-
-    @staticmethod
-    def _parse_batch(content: str) -> list[Any] | None:
-        """The list of reflections of a batch answer, or None when it cannot be read as one."""
-        try:
-            data = extract_json(content)
-        except ValueError:
-            return None
-        if isinstance(data, Mapping):
-            data = data.get("reflections")
-        return list(data) if isinstance(data, list) else None
-
-    @staticmethod
-    def _assign(entries: list[Any], ids: list[str]) -> dict[int, Any]:
-        """Map answer entries to episode positions: by ``episode_id`` first, then by position for the rest.
-
-        An ``episode_id`` that is not one of ``ids`` but a number 1…n is taken as the episode's number in the
-        prompt. An entry whose slot is already taken is dropped.
-        """
-        index = {eid: i for i, eid in enumerate(ids)}
-        assigned: dict[int, Any] = {}
-        unmatched: list[tuple[int, Any]] = []
-        for pos, entry in enumerate(entries):
-            raw_id = entry.get("episode_id") if isinstance(entry, Mapping) else None
-            slot = index.get(str(raw_id)) if raw_id is not None else None
-            if slot is None and raw_id is not None and str(raw_id).strip().isdigit():
-                number = int(str(raw_id).strip())
-                slot = number - 1 if 1 <= number <= len(ids) else None
-            if slot is not None and slot not in assigned:
-                assigned[slot] = entry
-            else:
-                unmatched.append((pos, entry))
-        for pos, entry in unmatched:
-            if pos < len(ids) and pos not in assigned:
-                assigned[pos] = entry
-        return assigned

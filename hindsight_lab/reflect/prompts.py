@@ -23,6 +23,7 @@ Examples:
 
 from __future__ import annotations
 
+import json
 from typing import Any, Sequence
 
 from .compress import CompressedEpisode
@@ -63,6 +64,17 @@ BATCH_JSON_SCHEMA = {
         "required": ["episode_id", *JUDGEMENT_FIELDS]}}},
 }
 
+
+def batch_json_schema(ids: Sequence[str]) -> dict[str, Any]:
+    """:data:`BATCH_JSON_SCHEMA` for a call on these episodes: exactly ``len(ids)`` reflections, each ``episode_id``
+    one of ``ids``. A server that turns the schema into a grammar (llama.cpp) then cannot leave an episode out, as
+    gemma-3-270m did with the open-ended list (one reflection for two episodes)."""
+    items = BATCH_JSON_SCHEMA["properties"]["reflections"]["items"]
+    items = {**items, "properties": {**items["properties"], "episode_id": {"type": "string", "enum": list(ids)}}}
+    return {**BATCH_JSON_SCHEMA, "properties": {"reflections": {
+        "type": "array", "items": items, "minItems": len(ids), "maxItems": len(ids)}}}
+
+
 GOOD_EXAMPLE = """\
 {"key_decision": "Called issue_refund at step 2 without reading the order status first.",
  "why_it_worked_or_failed": "A shipped order can only be refunded after a return is opened; the agent saw the status only after the refund was rejected.",
@@ -71,6 +83,9 @@ GOOD_EXAMPLE = """\
  "counter_examples": ["Digital goods have no shipping status and can be refunded directly (ep-0377).",
                       "A pending order was never shipped: cancel it instead of opening a return."],
  "trigger": {"any": ["refund", "money back"], "all": [], "task_types": ["issue_refund"]}}"""
+
+EXAMPLE_RULE: str = json.loads(GOOD_EXAMPLE)["reusable_rule"]
+"""The worked example's rule: a model that hands it back has copied the prompt (gemma-3-270m did, every time)."""
 
 BAD_EXAMPLE = """\
 {"key_decision": "refunded", "why_it_worked_or_failed": "mistake", "reusable_rule": "Be careful with refunds.",

@@ -15,11 +15,12 @@ import time
 from typing import Any
 
 import pytest
-from openai_stub import OpenAIStub, Reply
+from openai_stub import OpenAIStub, Reply, response_form
 
 from hindsight_lab.config import LLMReflectorConfig, ReflectConfig, ReflectionRulesConfig
 from hindsight_lab.errors import ConfigError, ReflectorError
 from hindsight_lab.reflect import prompts, registry
+from hindsight_lab.reflect.budget import count_tokens
 from hindsight_lab.reflect.compress import CompressedEpisode
 from hindsight_lab.reflect.llm import LiteLLMReflector
 from hindsight_lab.reflect.schema import Reflection, Rejection, validate_reflection
@@ -127,7 +128,8 @@ def test_valid_reflection_is_accepted_and_the_request_carries_prompt_schema_and_
 
     assert r.calls == [{"model": "openai/stub", "prompt_tokens": 123, "completion_tokens": 45, "cost_usd": None,
                         "latency_s": r.calls[0]["latency_s"], "attempts": 1, "status": "ok", "batch_size": 1,
-                        "output": "json_schema"}]
+                        "output": "json_schema", "episode_ids": [episode.episode_id],
+                        "prompt_tokens_estimated": count_tokens("openai/stub", req.messages)}]
     assert 0 < r.calls[0]["latency_s"] < 5
     summary = r.usage_summary()
     assert summary["calls"] == 1 and summary["prompt_tokens"] == 123 and summary["completion_tokens"] == 45
@@ -275,21 +277,49 @@ def test_other_4xx_are_not_retried(make, stub, status):
     _still_works(r, stub)
 
 
-@pytest.mark.parametrize("accepts, sent", [
-    (None, ["json_schema", "json_schema"]),                                        # llama.cpp, vLLM, OpenAI
-    ({"json_object"}, ["json_schema", "json_object", "json_object"]),              # json_object only
-    (set(), ["json_schema", "json_object", None, None]),                           # no structured output at all
+@pytest.mark.parametrize("accepts, refusal, sent", [
+    (None, 400, ["json_schema", "json_schema"]),                                   # llama.cpp, vLLM, OpenAI
+    ({"json_object"}, 400, ["json_schema", "json_object+schema", "json_object", "json_object"]),  # json_object only
+    (set(), 400, ["json_schema", "json_object+schema", "json_object", None, None]),  # no structured output at all
+    ({"json_object", "json_object+schema"}, 422, ["json_schema", "json_object+schema", "json_object+schema"]),
+    # llama-cpp-python's server: a 500 for json_schema (its request validation error), json_object with a schema
+    ({"json_object", "json_object+schema"}, 500, ["json_schema", "json_object+schema", "json_object+schema"]),
 ])
-def test_structured_output_steps_down_to_what_the_server_takes_and_remembers_it(monkeypatch, accepts, sent):
+def test_structured_output_steps_down_to_what_the_server_takes_and_remembers_it(monkeypatch, accepts, refusal, sent):
     monkeypatch.setenv(KEY_ENV, KEY)
-    with OpenAIStub([_ok(), _ok()], response_formats=accepts) as stub:
-        r = LiteLLMReflector(model="openai/stub", api_base=stub.base_url, api_key_env=KEY_ENV, sleep=lambda s: None)
+    with OpenAIStub([_ok(), _ok()], response_formats=accepts, refusal_status=refusal) as stub:
+        r = LiteLLMReflector(model="openai/stub", api_base=stub.base_url, api_key_env=KEY_ENV, max_retries=2,
+                             sleep=lambda s: None)
         assert isinstance(r.reflect(_ep("e1"), []), Reflection)
         assert isinstance(r.reflect(_ep("e2"), []), Reflection)
-        kinds = [(req.body.get("response_format") or {}).get("type") for req in stub.requests]
-    assert kinds == sent
+        forms = [response_form(req.body) for req in stub.requests]
+    assert forms == sent  # a refusal is never retried as it was, a 500 naming response_format included
     assert r.calls[0]["attempts"] == len(sent) - 1 and r.calls[1]["attempts"] == 1
-    assert r.calls[1]["output"] == (sent[-1] or "text")
+    assert r.calls[1]["output"] == {"json_object+schema": "json_object_schema", None: "text"}.get(sent[-1], sent[-1])
+    if "json_object+schema" in sent:
+        carried = next(req.body["response_format"] for req in stub.requests if response_form(req.body) == sent[1])
+        assert carried == {"type": "json_object", "schema": prompts.REFLECTION_JSON_SCHEMA}
+
+
+def test_a_rule_copied_from_the_prompts_worked_example_is_rejected(make, stub):
+    # gemma-3-270m behind llama-cpp-python handed the example back for every episode, schema-valid each time
+    r = make()
+    copied = json.loads(prompts.GOOD_EXAMPLE)
+    stub.push(Reply(content=json.dumps(copied)),
+              Reply(content=json.dumps({**copied, "reusable_rule": copied["reusable_rule"].upper() + "  "})))
+    for eid in ("e1", "e2"):
+        out = r.reflect(_ep(eid), [])
+        assert isinstance(out, Rejection) and out.reason == "rule_too_generic", out
+        assert "worked example" in out.detail and out.episode_id == eid
+    _still_works(r, stub)
+
+
+def test_a_plain_500_is_still_retried_and_not_taken_for_a_refused_format(make, stub):
+    r = make()
+    stub.push(Reply.error(500, "CUDA error: out of memory"), _ok())
+    assert isinstance(r.reflect(_ep("e1"), []), Reflection)
+    assert [response_form(req.body) for req in stub.requests] == ["json_schema", "json_schema"]
+    assert r.sleeps == [0.25] and r.calls[-1]["output"] == "json_schema"
 
 
 def test_output_can_be_fixed(make, stub):
@@ -444,6 +474,13 @@ def test_a_batch_of_four_is_one_call_mapped_back_by_episode_id(make, stub):
         assert f"Episode {i} of 4 (episode_id: {ep.episode_id})" in user
         assert ep.to_text(2000) in user and rel[0].to_text(500, brief=True) in user
     assert r.calls[-1]["batch_size"] == 4 and r.calls[-1]["attempts"] == 1
+    assert r.calls[-1]["episode_ids"] == ["b0", "b1", "b2", "b3"]
+    # the schema asks for exactly one reflection per episode, each naming one of them: a grammar-constrained
+    # server (llama.cpp) cannot leave an episode out, as gemma-3-270m did with an open-ended list
+    listed = req.body["response_format"]["json_schema"]["schema"]["properties"]["reflections"]
+    assert listed["minItems"] == listed["maxItems"] == 4
+    assert listed["items"]["properties"]["episode_id"]["enum"] == ["b0", "b1", "b2", "b3"]
+    assert listed["items"]["required"] == ["episode_id", *prompts.JUDGEMENT_FIELDS]
 
 
 def test_a_batch_with_one_invalid_item_gives_three_accepted_and_one_rejected(make, stub):

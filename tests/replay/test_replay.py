@@ -26,7 +26,7 @@ def test_real_dataset_replays_with_every_system(relative, limit, minilm, tmp_pat
     report = run_replay(shared_dataset(relative), limit=limit, embedder=minilm)
     m = report.metrics
     assert m["judging"]["queries"] > 0
-    assert set(m["systems"]) == {"none", "dense", "bm25", "hindsight"}
+    assert set(m["systems"]) == {"none", "dense", "bm25", "dense+ok", "bm25+ok", "hindsight"}
     for name, values in m["systems"].items():
         for metric in ("ndcg@5", "hit@3", "hit@5", "recall@10", "ndcg@3", "ndcg@10", "hit@10", "recall@3"):
             assert not math.isnan(values[metric]) and 0.0 <= values[metric] <= 1.0, (name, metric)
@@ -35,12 +35,12 @@ def test_real_dataset_replays_with_every_system(relative, limit, minilm, tmp_pat
     for name in ("dense", "bm25", "hindsight"):
         low, high = m["intervals"][name]["ndcg@5"][1:]
         assert low <= m["systems"][name]["ndcg@5"] <= high
-    assert set(m["tests"]) == {"none", "dense", "bm25"}
+    assert set(m["tests"]) == {"none", "dense", "bm25", "dense+ok", "bm25+ok"}
     out = report.save(tmp_path / "report")
     saved = json.loads((out / "metrics.json").read_text())
     assert saved["dataset"]["sha256"] == m["dataset"]["sha256"] and len(saved["dataset"]["sha256"]) == 64
     assert {p.name for p in out.glob("*.png")} == {"hits_over_time.png", "memory.png", "tokens.png", "success.png"}
-    assert len(report.per_episode) == 4 * m["judging"]["queries"]
+    assert len(report.per_episode) == 6 * m["judging"]["queries"]
 
 
 def test_judging_is_system_independent(minilm, tmp_path):

@@ -1,0 +1,123 @@
+"""Rules verified by later outcomes (hindsight_lab.memory.verify): confidence from the runs that reach a rule's step,
+promotion in different tasks, lucky rules never promoted, and no judging label read on the way."""
+
+from __future__ import annotations
+
+import json
+from datetime import timedelta
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from hindsight_lab import LabConfig, MemorySystem
+from hindsight_lab.memory.verify import counts, helps_probability
+from hindsight_lab.store.memory import InMemoryStore
+from hindsight_lab.types import Kind
+from support import REPO, T0
+
+CHECK = {"kind": "order", "tools": ["verify_identity", "issue_refund"]}
+
+
+def _mem(hashing, **params) -> MemorySystem:
+    cfg = LabConfig().with_params(params)
+    return MemorySystem(cfg, store=InMemoryStore(), embedder=hashing, clock=lambda: T0).open()
+
+
+def _run(i: int, customer: str, *, follow: bool, ok: bool, task_type: str | None = None,
+         task_id: str | None = None) -> dict:
+    tools = ["lookup_order", "verify_identity", "issue_refund"] if follow else ["lookup_order", "issue_refund"]
+    steps = [{"type": "tool_call", "name": t, "arguments": {"customer_id": customer}} for t in tools]
+    return {"episode_id": f"run-{i}", "instruction": f"Refund the order of customer {customer}", "steps": steps,
+            "outcome": "success" if ok else "failure", "task_type": task_type, "task_id": task_id,
+            "started_at": (T0 + timedelta(hours=i)).isoformat()}
+
+
+def _rule(mem: MemorySystem) -> None:
+    mem.write("Before issue_refund, call verify_identity.", confidence=0.55, counter_examples=["digital goods"],
+              source_episode_ids=["seed"], check=CHECK)
+
+
+def test_the_probability_that_following_helps_matches_sampling() -> None:
+    rng = np.random.default_rng(0)
+    for c in ({"fo": 3, "fx": 2, "io": 1, "ix": 4}, {"fo": 0, "fx": 4, "io": 2, "ix": 2}):
+        f = rng.beta(1 + c["fo"], 1 + c["fx"], 200_000)
+        i = rng.beta(1 + c["io"], 1 + c["ix"], 200_000)
+        assert helps_probability(c) == pytest.approx((f > i).mean(), abs=0.01)
+
+
+def test_a_rule_is_confirmed_by_its_followers_success_and_promoted_in_different_tasks(hashing) -> None:
+    mem = _mem(hashing)
+    _rule(mem)
+    (cand,) = mem.records(Kind.CANDIDATE)
+    assert cand.confidence == 0.55  # no run reached its step yet: the reflector's proposal
+    mem.write_episode(_run(0, "C100", follow=True, ok=True))
+    (cand,) = mem.records(Kind.CANDIDATE)  # a follower succeeded: two tasks, P(helps) 2/3 — not yet
+    assert counts(cand) == {"fo": 1, "fx": 0, "io": 0, "ix": 0} and 0.55 < cand.confidence < 0.7
+    mem.write_episode(_run(1, "C200", follow=False, ok=False))
+    (rule,) = mem.records(Kind.RULE)  # and one that ignored it failed: three tasks, P(helps) 5/6 — promoted
+    assert counts(rule) == {"fo": 1, "fx": 0, "io": 0, "ix": 1} and rule.confidence == pytest.approx(5 / 6)
+    assert rule.attrs["promoted_at"] and not mem.records(Kind.CANDIDATE)
+    # a run that never reached the step says nothing of the rule
+    mem.write_episode({"episode_id": "run-9", "instruction": "Where is my parcel", "outcome": "failure",
+                       "steps": [{"type": "tool_call", "name": "track_parcel", "arguments": {}}]})
+    assert counts(mem.records(Kind.RULE)[0]) == counts(rule)
+
+
+def test_retries_of_one_task_count_once(hashing) -> None:
+    mem = _mem(hashing)
+    _rule(mem)
+    # the same customer, retried four times: confirmations, but of one task (with the rule's source: two)
+    mem.write_episodes([_run(i, "C100", follow=i % 2 == 0, ok=i % 2 == 0) for i in range(4)])
+    (cand,) = mem.records(Kind.CANDIDATE)
+    assert cand.confidence > 0.7 and not mem.records(Kind.RULE)
+    # negative control: counted by episode, the same runs promote it
+    mem2 = _mem(hashing, **{"promotion.distinct": "episodes"})
+    _rule(mem2)
+    mem2.write_episodes([_run(i, "C100", follow=i % 2 == 0, ok=i % 2 == 0) for i in range(4)])
+    assert mem2.records(Kind.RULE)
+
+
+def test_a_lucky_order_is_weakened_by_the_runs_that_follow_it(hashing) -> None:
+    mem = _mem(hashing)
+    mem.write("Before issue_refund, call lookup_order only.", confidence=0.6, counter_examples=["x"],
+              source_episode_ids=["lucky"], check={"kind": "order", "tools": ["lookup_order", "issue_refund"]})
+    mem.write_episodes([_run(i, f"C{i}00", follow=False, ok=False) for i in range(1, 6)])
+    (cand,) = mem.records(Kind.CANDIDATE)
+    assert counts(cand)["fx"] == 5 and cand.confidence < 0.3 and not mem.records(Kind.RULE)
+
+
+def test_the_evidence_path_reads_no_judging_label(hashing) -> None:
+    # the same runs with their ground-truth task types and task ids shuffled: the same evidence, confidences, rules
+    runs = [_run(i, f"C{i % 3}00", follow=i % 3 != 1, ok=i % 3 != 1) for i in range(9)]
+    shuffled = [dict(r, task_type=t, task_id=k) for r, t, k in
+                zip(runs, ["a", "b", "c"] * 3, [f"task-{(i * 7) % 9}" for i in range(9)])]
+
+    def state(episodes: list[dict]) -> list:
+        mem = _mem(hashing)
+        _rule(mem)
+        mem.write_episodes(episodes)
+        return sorted((r.kind.value, r.content, round(r.confidence, 12), json.dumps(counts(r)))
+                      for r in mem.records(Kind.CANDIDATE) + mem.records(Kind.RULE))
+
+    assert state(runs) == state(shuffled)
+
+
+def test_no_lucky_rule_reaches_l3_on_the_synthetic_lucky_scenario(minilm, tmp_path: Path) -> None:
+    from hindsight_lab.datasets import load
+    from hindsight_lab.replay.engine import run_episodes
+    from hindsight_lab.replay.systems import build_systems
+
+    episodes, _ = load(REPO / "datasets" / "synthetic" / "lucky.jsonl")
+    lucky = {e.episode_id for e in episodes if (e.meta or {}).get("lucky")}
+    assert lucky
+    (system,) = build_systems(["hindsight"], config=LabConfig(), embedder=minilm, top_k=10, token_budget=600,
+                              root=str(tmp_path))
+    try:
+        run_episodes(episodes, [system])
+        rules = system.mem.records(Kind.RULE) + [r for r in system.mem.records(archived=True) if r.kind is Kind.RULE]
+        candidates = system.mem.records(Kind.CANDIDATE)
+    finally:
+        system.close()
+    assert candidates or rules  # it did reflect
+    assert not [r.id for r in rules if set(r.source_episode_ids) & lucky]

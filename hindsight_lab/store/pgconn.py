@@ -90,7 +90,8 @@ def public_url(url: str) -> str:
 
 
 def _scrub(message: str, url: str) -> str:
-    """A driver message without the URL's password (libpq echoes parts of a malformed URL)."""
+    """A driver message on one line, without the URL's password (libpq echoes parts of a malformed URL)."""
+    message = " ".join(message.split())
     secret = urlsplit(url).password if embedded_folder(url) is None else None
     return message.replace(secret, "***") if secret else message
 
@@ -132,7 +133,7 @@ def probe(url: str, timeout_s: float = 2.0) -> str | None:
     except StoreError as exc:
         return str(exc)
     except psycopg.Error as exc:
-        return f"store {public_url(url)} unreachable: {_scrub(str(exc).strip(), url)}"
+        return f"store {public_url(url)}: cannot connect: {_scrub(str(exc).strip(), url)}"
     return None
 
 
@@ -161,7 +162,7 @@ class Pool:
             with psycopg.connect(self.pool.conninfo, **_connect_args(self.timeout_s)) as conn:
                 ensure_pgvector(conn)
         except psycopg.Error as exc:
-            raise StoreError(f"store {self.url} unreachable: {_scrub(str(exc).strip(), self._raw)}") from None
+            raise StoreError(f"store {self.url}: cannot connect: {_scrub(str(exc).strip(), self._raw)}") from None
         except StoreError as exc:
             raise StoreError(f"store {self.url}: {exc}") from None
         self.pool.open(wait=True, timeout=self.timeout_s)

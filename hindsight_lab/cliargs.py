@@ -24,7 +24,8 @@ def load_config(args: argparse.Namespace) -> LabConfig:
 
 
 def store_params(store: str | None) -> dict[str, str]:
-    """``--store``: a URL is a Chroma server (``store.url``), anything else a folder (``store.path``)."""
+    """``--store``: a URL is a Chroma server or a Postgres database (``store.url``), anything else a folder
+    (``store.path``)."""
     if not store:
         return {}
     return {"store.url": store} if "://" in store else {"store.path": store}

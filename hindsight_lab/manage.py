@@ -353,7 +353,8 @@ def add_commands(sub: Any) -> None:
 
 
 def _store_args(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--store", required=True, help="folder of an embedded store, or a Chroma server URL")
+    p.add_argument("--store", required=True, help="folder of an embedded store, a Chroma server URL, or a Postgres "
+                   "URL (postgresql://…, postgresql+embedded:///FOLDER)")
     p.add_argument("--config", help="LabConfig YAML file (its embedder.model is the store's model)")
     p.add_argument("--set", action="append", metavar="KEY=VALUE", help="dotted config override (repeatable)")
 

@@ -1,13 +1,15 @@
 """``hindsight-lab serve``: the MCP memory server on stdio or streamable HTTP.
 
 The config file says how memory behaves (an exported :class:`~hindsight_lab.config.LabConfig`, loaded unchanged);
-``--store`` says where it lives: a folder (embedded Chroma) or a Chroma server URL. One server process writes a
-store. Logs go to stderr (stdout is the stdio transport's channel); the token is never logged.
+``--store`` says where it lives: a folder (embedded Chroma), a Chroma server URL, or a Postgres URL
+(``postgresql://USER@HOST:5432/DB``, the password from ``PGPASSWORD``). One server process writes a store (a
+namespace, on Postgres, which enforces it). Logs go to stderr (stdout is the stdio transport's channel); the token is never logged.
 
 Examples:
     hindsight-lab serve --config experiments/configs/default.yaml --store memory-store
     HINDSIGHT_MCP_TOKEN=... hindsight-lab serve --config tuned.yaml --store http://chroma:8000 --transport http \\
         --host 0.0.0.0 --port 8765
+    PGPASSWORD=... hindsight-lab serve --config tuned.yaml --store postgresql://hindsight@db:5432/hindsight
 """
 
 from __future__ import annotations
@@ -23,7 +25,8 @@ logger = logging.getLogger(__name__)
 def add_serve_arguments(parser: argparse.ArgumentParser) -> None:
     """The ``serve`` options; the command body is :func:`run_serve_cli`."""
     parser.add_argument("--config", required=True, help="LabConfig YAML file (e.g. one written by export)")
-    parser.add_argument("--store", required=True, help="folder of an embedded Chroma store, or a Chroma server URL")
+    parser.add_argument("--store", required=True, help="folder of an embedded Chroma store, a Chroma server URL, "
+                        "or a Postgres URL (postgresql://USER@HOST:5432/DB, postgresql+embedded:///FOLDER)")
     parser.add_argument("--transport", choices=["stdio", "http"], default="stdio",
                         help="stdio for one local client (default), http (streamable HTTP at /mcp) for many")
     parser.add_argument("--host", default="127.0.0.1", help="HTTP bind address (default 127.0.0.1; any other "
@@ -60,6 +63,8 @@ def run_serve_cli(args: argparse.Namespace) -> int:
 
     import anyio
 
+    from ..store import is_postgres_url
+    from ..store.pgconn import public_url
     from .app import build_server, tool_names
     from .maintenance import MaintenanceSchedule, alongside
     from .pool import MemoryPool
@@ -68,7 +73,8 @@ def run_serve_cli(args: argparse.Namespace) -> int:
     try:
         server = build_server(pool)
         schedule = MaintenanceSchedule(pool, cfg.server.maintenance_interval_s)
-        where = f"Chroma server {_redact(args.store)}" if cfg.store.url else f"embedded store {args.store}"
+        where = (f"Postgres store {public_url(args.store)}" if is_postgres_url(cfg.store.url)
+                 else f"Chroma server {_redact(args.store)}" if cfg.store.url else f"embedded store {args.store}")
         logger.info("serving %s over %s; model %s; namespace %r; tools %s; maintenance every %s s", where,
                     args.transport if args.transport == "stdio" else f"http://{args.host}:{args.port}/mcp",
                     cfg.embedder.model, pool.default_namespace, ", ".join(tool_names(cfg.server.tool_prefix).values()),

@@ -167,6 +167,27 @@ class Pool:
             raise StoreError(f"store {self.url}: {exc}") from None
         self.pool.open(wait=True, timeout=self.timeout_s)
 
+    def lock_writer(self, namespace: str) -> None:
+        """This process's writer lock on ``namespace`` (:mod:`.pglock`)."""
+        import psycopg
+
+        from .pglock import acquire_writer
+
+        def connect(application_name: str) -> Any:
+            return psycopg.connect(self.pool.conninfo, **{**_connect_args(self.timeout_s),
+                                                          "application_name": application_name})
+
+        try:
+            acquire_writer(self.pool.conninfo, self.url, namespace, connect)
+        except psycopg.Error as exc:
+            raise StoreError(f"store {self.url}: cannot take the writer lock of namespace {namespace!r}: "
+                             f"{_scrub(str(exc), self._raw)}") from None
+
+    def unlock_writer(self, namespace: str) -> None:
+        from .pglock import release_writer
+
+        release_writer(self.pool.conninfo, namespace)
+
     def run(self, what: str, fn: Callable[[Any], T]) -> T:
         """``fn(connection)`` in one transaction (committed when ``fn`` returns), retried when the connection
         broke; raises :class:`StoreError` naming the URL and the cause."""

@@ -90,7 +90,17 @@ class PostgresStore:
     def open(self, embedding_model: str, *, verify: bool = True) -> None:
         pool = self._connect()
         pool.run("open", lambda conn: migrate(conn, self.namespace))
-        self.dims_ = pool.run("open", lambda conn: self._open_buckets(conn, embedding_model, verify))
+        locked = not self.read_only and not getattr(self, "writer_", False)
+        if locked:
+            pool.lock_writer(self.namespace)  # one writer per namespace (.pglock), until recall is in the database
+            self.writer_ = True
+        try:
+            self.dims_ = pool.run("open", lambda conn: self._open_buckets(conn, embedding_model, verify))
+        except BaseException:
+            if locked:  # a store that did not open holds nothing
+                pool.unlock_writer(self.namespace)
+                self.writer_ = False
+            raise
         self.embedding_model_ = embedding_model
 
     def _open_buckets(self, conn: Any, embedding_model: str, verify: bool) -> dict[Bucket, int | None]:
@@ -130,6 +140,9 @@ class PostgresStore:
             del self.dims_
         pool = getattr(self, "pool_", None)
         if pool is not None:
+            if getattr(self, "writer_", False):
+                pool.unlock_writer(self.namespace)
+                self.writer_ = False
             self.pool_ = None
             release_pool(pool)
 

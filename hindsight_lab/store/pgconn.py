@@ -30,7 +30,7 @@ import time
 import warnings
 from pathlib import Path
 from typing import Any, Callable, TypeVar
-from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
+from urllib.parse import parse_qsl, urlencode, urlsplit
 
 from ..errors import StoreError
 
@@ -85,8 +85,8 @@ def public_url(url: str) -> str:
         return url
     parts = urlsplit(url)
     netloc = (parts.hostname or "") + (f":{parts.port}" if parts.port else "")
-    query = urlencode([(k, v) for k, v in parse_qsl(parts.query) if k in ("host", "port", "dbname")])
-    return urlunsplit((parts.scheme, netloc, parts.path, query, ""))
+    query = urlencode([(k, v) for k, v in parse_qsl(parts.query) if k in ("host", "port", "dbname")], safe="/")
+    return f"{parts.scheme}://{netloc}{parts.path}" + (f"?{query}" if query else "")
 
 
 def _scrub(message: str, url: str) -> str:

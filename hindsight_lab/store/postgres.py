@@ -297,6 +297,7 @@ def _write(conn: Any, table: Any, rows: list[tuple], *, upsert: bool) -> None:
         conn.cursor().executemany(sql.SQL("INSERT INTO {} (id, document, meta, embedding) VALUES (%s, %s, %s, %b)")
                                   .format(table) + conflict, rows)
         return
+    conn.execute("SET LOCAL statement_timeout = 0")  # one COPY of many rows takes as long as it takes
     target = table
     if upsert:
         target = sql.Identifier("hindsight_staging")

@@ -161,7 +161,8 @@ def backend(request: pytest.FixtureRequest) -> str:
 def make_mem(backend: str, tmp_path: Path, request: pytest.FixtureRequest, minilm: SentenceTransformerEmbedder
              ) -> Iterator[Callable[..., MemorySystem]]:
     """Factory of MemorySystems on real Chroma (embedded in tmp_path, or the session's server under a fresh
-    namespace) or on the session's Postgres (under a fresh namespace) with the real MiniLM. ``make_mem(**overrides)`` takes dotted config overrides."""
+    namespace) or on the session's Postgres (under a fresh namespace) with the real MiniLM.
+    ``make_mem(**overrides)`` takes dotted config overrides."""
     namespace = "t" + uuid.uuid4().hex[:10]
     opened: list[MemorySystem] = []
 

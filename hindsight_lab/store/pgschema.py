@@ -31,8 +31,8 @@ from typing import Any
 from ..errors import StoreError
 from ..types import Bucket
 
-__all__ = ["MIGRATIONS", "Migration", "TABLES", "advisory_key", "bind_dimension", "create_index", "ensure_pgvector", "migrate",
-           "schema_name", "schema_version", "unbind_dimension"]
+__all__ = ["MIGRATIONS", "Migration", "TABLES", "advisory_key", "bind_dimension", "create_index", "ensure_pgvector",
+           "migrate", "schema_name", "schema_version", "unbind_dimension"]
 
 SCHEMA_PREFIX = "hindsight_"
 TABLES: dict[Bucket, str] = {Bucket.EPISODE: "episodes", Bucket.CANDIDATE: "candidates", Bucket.RULE: "rules",

@@ -104,19 +104,24 @@ class PostgresStore:
         self.embedding_model_ = embedding_model
 
     def _open_buckets(self, conn: Any, embedding_model: str, verify: bool) -> dict[Bucket, int | None]:
+        """The model guard (a read-only store checks, and records nothing); the dimension of each bucket."""
         sql = self._sql
-        conn.execute(sql("INSERT INTO {schema}.buckets (bucket, embedding_model) SELECT b, %s FROM unnest(%s::text[]) "
-                         "AS b ON CONFLICT (bucket) DO NOTHING"), (embedding_model, [str(b) for b in BUCKETS]))
-        rows = dict(((Bucket(b), (model, dim)) for b, model, dim in
-                     conn.execute(sql("SELECT bucket, embedding_model, dim FROM {schema}.buckets")).fetchall()))
+        if not self.read_only:
+            conn.execute(sql("INSERT INTO {schema}.buckets (bucket, embedding_model) SELECT b, %s "
+                             "FROM unnest(%s::text[]) AS b ON CONFLICT (bucket) DO NOTHING"),
+                         (embedding_model, [str(b) for b in BUCKETS]))
+        rows = dict.fromkeys(BUCKETS, (None, None))
+        rows.update((Bucket(b), (model, dim)) for b, model, dim in
+                    conn.execute(sql("SELECT bucket, embedding_model, dim FROM {schema}.buckets")).fetchall())
         for bucket in BUCKETS:
             built_with, _ = rows[bucket]
-            if built_with == embedding_model or not verify:
+            if built_with in (embedding_model, None) or not verify:
                 continue
             if conn.execute(sql("SELECT NOT EXISTS (SELECT 1 FROM {table})", bucket)).fetchone()[0]:
-                conn.execute(sql("UPDATE {schema}.buckets SET embedding_model = %s, updated_at = now() "
-                                 "WHERE bucket = %s"), (embedding_model, str(bucket)))
-                continue  # nothing to mismatch: stamped with the current model
+                if not self.read_only:  # nothing to mismatch: stamped with the current model
+                    conn.execute(sql("UPDATE {schema}.buckets SET embedding_model = %s, updated_at = now() "
+                                     "WHERE bucket = %s"), (embedding_model, str(bucket)))
+                continue
             conn.commit()  # keep the stamps of the buckets before this one, as Chroma does
             raise EmbeddingModelMismatch(
                 f"bucket {str(bucket)!r} of namespace {self.namespace!r} (Postgres table {self.schema}."

@@ -23,7 +23,7 @@ import pytest
 
 from hindsight_lab import LabConfig, MemorySystem
 from hindsight_lab.embed import HashingEmbedder
-from hindsight_lab.errors import StoreError
+from hindsight_lab.errors import EmbeddingModelMismatch, StoreError
 from hindsight_lab.store import store_for
 from hindsight_lab.store.pgschema import MIGRATIONS, Migration, migrate, schema_name
 from hindsight_lab.store.postgres import PostgresStore
@@ -169,13 +169,20 @@ def test_bulk_upsert_replaces_by_id_and_keeps_the_first_insertion_order(postgres
     s.close()
 
 
-def test_read_only_store_refuses_writes(postgres_url):
+def test_read_only_store_refuses_writes_and_records_no_model(postgres_url):
     s = _store(postgres_url, read_only=True)
     s.open("m")
     with pytest.raises(StoreError, match="read-only.*upsert refused"):
         s.upsert("rule", _recs(1), _clustered(1))
-    assert s.count("rule") == 0
+    assert s.count("rule") == 0 and s.query("rule", _clustered(1)[0], 3) == []
+    assert s.embedding_models() == {}  # a reader does not stamp the buckets with its model
     s.close()
+    writer = _store(postgres_url, s.namespace)
+    writer.open("model-w")
+    writer.upsert("rule", _recs(1), _clustered(1))
+    writer.close()
+    with pytest.raises(EmbeddingModelMismatch, match="model-w"):  # the guard holds for readers too
+        _store(postgres_url, s.namespace, read_only=True).open("m")
 
 
 def test_the_config_url_selects_postgres_and_closed_stores_refuse(postgres_url):

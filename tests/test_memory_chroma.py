@@ -1,4 +1,5 @@
-"""Behaviour users rely on, on real Chroma (embedded, and a `chroma run` server) with the real MiniLM.
+"""Behaviour users rely on, on real Chroma (embedded, and a `chroma run` server) and on Postgres + pgvector (the
+session's embedded PostgreSQL), with the real MiniLM.
 
 Every test that claims a feature has a negative control next to it.
 """

@@ -127,17 +127,24 @@ async def _run_clients(url: str, clients: list[_Client], token: str | None) -> N
 
 def _stored_ids(cfg: LabConfig, namespaces: list[str]) -> dict[str, set[str]]:
     """Every record id in each namespace, read from the store after the server stopped."""
+    from ..store import is_postgres_url, store_for
+    from ..store.chroma import make_client
     from ..types import BUCKETS
-    from ..store.chroma import ChromaStore, make_client
 
-    client = make_client(path=cfg.store.path, url=cfg.store.url)
+    client = None if is_postgres_url(cfg.store.url) else make_client(path=cfg.store.path, url=cfg.store.url)
     out = {}
     for ns in namespaces:
-        store = ChromaStore.from_config(cfg.store.model_copy(update={"namespace": ns}), client=client)
+        store = store_for(cfg.store.model_copy(update={"namespace": ns, "read_only": True}), client=client)
         store.open("bench-count", verify=False)
         out[ns] = {rec.id for bucket in BUCKETS for rec in store.scan(bucket)}
         store.close()
     return out
+
+
+def _kind(url: str | None) -> str:
+    from ..store import is_postgres_url
+
+    return "postgres" if is_postgres_url(url) else "chroma-server" if url else "embedded"
 
 
 def lost_writes(acked: set[tuple[str, str]], stored: dict[str, set[str]]) -> list[str]:
@@ -202,7 +209,7 @@ def run_mcp_bench(config: LabConfig, settings: ServerConfig | None = None, *, cl
         "lost_writes": len(lost), "lost_samples": lost[:5], "server_exit_code": code,
         "latency_ms": {"all": _latency([r["ms"] for r in rows]),
                        **{op: _latency([r["ms"] for r in rows if r["op"] == op]) for op in MIX}},
-        "model": cfg.embedder.model, "store": "chroma-server" if cfg.store.url else "embedded",
+        "model": cfg.embedder.model, "store": _kind(cfg.store.url),
         "namespaces": namespaces, "seed": seed,
     }
 

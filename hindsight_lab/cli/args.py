@@ -22,7 +22,7 @@ from ..errors import HindsightLabError
 
 CONFIG_HELP = "LabConfig YAML file"
 SET_HELP = "dotted config override (repeatable)"
-STORE_HELP = "folder of an embedded store, or a Chroma server URL"
+STORE_HELP = "folder of an embedded store, a Chroma server URL, or a Postgres URL (postgresql://…, postgresql+embedded:///FOLDER)"
 
 
 def add_set(parser: Any, help: str = SET_HELP) -> None:
@@ -63,7 +63,8 @@ def set_overrides(args: argparse.Namespace) -> dict[str, Any]:
 
 
 def store_params(store: str | None) -> dict[str, str]:
-    """``--store``: a URL is a Chroma server (``store.url``), anything else a folder (``store.path``)."""
+    """``--store``: a URL is a Chroma server or a Postgres database (``store.url``), anything else a folder
+    (``store.path``)."""
     if not store:
         return {}
     return {"store.url": store} if "://" in store else {"store.path": store}

@@ -3,13 +3,15 @@ run_server` does the serving).
 
 The config file says how memory behaves (an exported :class:`~hindsight_lab.config.LabConfig`, loaded unchanged)
 and, in an optional ``server:`` section, how the server runs (:class:`~hindsight_lab.server.config.ServerConfig`;
-``--set server.<key>=...`` overrides it); ``--store`` says where it lives: a folder (embedded Chroma) or a Chroma server URL. Logs go to stderr (stdout is
+``--set server.<key>=...`` overrides it); ``--store`` says where it lives: a folder (embedded Chroma), a Chroma server URL, or a Postgres URL
+(``postgresql://USER@HOST:5432/DB``, the password from ``PGPASSWORD``). Logs go to stderr (stdout is
 the stdio transport's channel).
 
 Examples:
     hindsight-lab serve --config experiments/configs/default.yaml --store memory-store
     HINDSIGHT_MCP_TOKEN=... hindsight-lab serve --config tuned.yaml --store http://chroma:8000 --transport http \\
         --host 0.0.0.0 --port 8765
+    PGPASSWORD=... hindsight-lab serve --config tuned.yaml --store postgresql://hindsight@db:5432/hindsight
 """
 
 from __future__ import annotations
@@ -26,7 +28,8 @@ def add_parser(sub: Any) -> None:
     parser = sub.add_parser("serve", help="MCP memory server (stdio, or streamable HTTP for many clients)")
     add_config(parser, "LabConfig YAML file (e.g. one written by export), with an optional server: section",
                required=True, overrides=False)
-    add_store(parser, "folder of an embedded Chroma store, or a Chroma server URL", required=True)
+    add_store(parser, "folder of an embedded Chroma store, a Chroma server URL, or a Postgres URL "
+              "(postgresql://USER@HOST:5432/DB, postgresql+embedded:///FOLDER)", required=True)
     parser.add_argument("--transport", choices=["stdio", "http"], default="stdio",
                         help="stdio for one local client (default), http (streamable HTTP at /mcp) for many")
     parser.add_argument("--host", default="127.0.0.1", help="HTTP bind address (default 127.0.0.1; any other "

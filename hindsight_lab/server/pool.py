@@ -41,7 +41,8 @@ class MemoryPool:
         config: the served config; ``store.namespace`` is the namespace of calls that name none.
         settings: the server's settings (``lock_wait_s``, ``max_namespaces``; default: ``ServerConfig()``).
         embedder: shared by every namespace (default: built from ``config.embedder``).
-        client: a Chroma client (default: from ``store.url``, else ``store.path``).
+        client: a Chroma client (default: from ``store.url``, else ``store.path``; none for a Postgres
+            ``store.url``, whose stores share a connection pool per process).
         clock: passed to every ``MemorySystem`` (tests).
     """
 
@@ -56,12 +57,14 @@ class MemoryPool:
     def open(self) -> "MemoryPool":
         """Build the embedder and the client and open the default namespace (a bad store fails here)."""
         from ..embed import embedder_for
+        from ..store import is_postgres_url
         from ..store.chroma import Connection, connect
 
         cfg = self.config
         self.embedder_ = self.embedder or embedder_for(cfg.embedder)
         self.embedder_.embed_query("warm up")  # load the model now, not on the first request
-        self._connection = Connection(self.client) if self.client is not None else connect(
+        postgres = is_postgres_url(cfg.store.url)  # its stores share one connection pool per process by themselves
+        self._connection = Connection(self.client) if self.client is not None or postgres else connect(
             path=cfg.store.path, url=cfg.store.url, timeout_s=cfg.store.timeout_s, retries=cfg.store.retries,
             read_only=cfg.store.read_only)
         self.client_ = self._connection.client
@@ -122,10 +125,10 @@ class MemoryPool:
         if mem is not None:
             return mem
         from ..memory import MemorySystem
-        from ..store.chroma import ChromaStore
+        from ..store import store_for
 
         cfg = self.config.with_params({"store.namespace": namespace})
-        store = ChromaStore.from_config(cfg.store, client=self.client_, guard=self._connection.guard)
+        store = store_for(cfg.store, client=self.client_, guard=self._connection.guard)
         mem = MemorySystem(cfg, store=store, embedder=self.embedder_, clock=self.clock).open()
         with self._lock:
             self._mems[namespace] = mem
@@ -134,13 +137,19 @@ class MemoryPool:
 
     def health(self) -> tuple[str, str | None]:
         """``("ok", None)``, or ``("degraded", why)`` when the store does not answer (a Chroma server's heartbeat
-        within 2 s, an embedded folder's database file) or its breaker is open after a failed call."""
+        or a Postgres connection within 2 s, an embedded folder's database file) or its breaker is open after a
+        failed call."""
+        from ..store import is_postgres_url
         from ..store.guard import probe
 
         store = self.config.store
         guard = self._connection.guard
         why = (guard.reason and f"store {guard.url} {guard.reason}") if guard is not None else None
-        if why is None and store.url:
+        if why is None and is_postgres_url(store.url):
+            from ..store.pgconn import probe as probe_postgres
+
+            why = probe_postgres(store.url, timeout_s=min(2.0, store.timeout_s))
+        elif why is None and store.url:
             why = probe(store.url, timeout_s=min(2.0, store.timeout_s))
         elif why is None and store.path:
             from pathlib import Path

@@ -53,6 +53,8 @@ def run_server(cfg: "LabConfig", store: str, settings: "ServerConfig | None" = N
 
     import anyio
 
+    from ..store import is_postgres_url
+    from ..store.pgconn import public_url
     from .app import build_server, tool_names
     from .maintenance import MaintenanceSchedule, alongside
     from .pool import MemoryPool
@@ -61,7 +63,8 @@ def run_server(cfg: "LabConfig", store: str, settings: "ServerConfig | None" = N
     try:
         server = build_server(pool, settings)
         schedule = MaintenanceSchedule(pool, settings.maintenance_interval_s)
-        where = f"Chroma server {_redact(store)}" if cfg.store.url else f"embedded store {store}"
+        where = (f"Postgres store {public_url(store)}" if is_postgres_url(cfg.store.url)
+                 else f"Chroma server {_redact(store)}" if cfg.store.url else f"embedded store {store}")
         logger.info("serving %s over %s; model %s; namespace %r; tools %s; maintenance every %s s", where,
                     transport if transport == "stdio" else f"http://{host}:{port}/mcp",
                     cfg.embedder.model, pool.default_namespace, ", ".join(tool_names(settings.tool_prefix).values()),

@@ -27,7 +27,7 @@ def _instructions() -> list[tuple[str, str]]:
 
 def test_compose_services_have_health_checks_and_start_conditions() -> None:
     services = COMPOSE["services"]
-    assert set(services) == {"chroma", "memory", "mlflow"}
+    assert set(services) == {"chroma", "memory", "mlflow", "postgres", "memory-postgres"}
     for name, svc in services.items():
         conditions = [d.get("condition") for d in (svc.get("depends_on") or {}).values()]
         assert svc.get("healthcheck") or conditions, f"{name}: no health check and no dependency condition"
@@ -49,10 +49,40 @@ def test_compose_serves_http_on_the_chroma_service_with_a_token_and_volumes() ->
     assert all(p.startswith("127.0.0.1:") for s in services.values() for p in s.get("ports", []))
     # a non-loopback bind needs the token: compose refuses to start without the variable
     assert services["memory"]["environment"]["HINDSIGHT_MCP_TOKEN"].startswith("${HINDSIGHT_MCP_TOKEN:?")
-    assert set(COMPOSE["volumes"]) == {"chroma-data", "mlflow-data"}
+    assert set(COMPOSE["volumes"]) == {"chroma-data", "mlflow-data", "postgres-data"}
     assert "chroma-data:/data" in services["chroma"]["volumes"]
     assert "mlflow-data:/mlflow" in services["mlflow"]["volumes"]
     assert services["chroma"]["image"] == "chromadb/chroma:" + _pin("chromadb")
+
+
+def test_compose_postgres_profile_waits_for_a_healthy_database_and_keeps_secrets_in_the_environment() -> None:
+    services = COMPOSE["services"]
+    db, memory = services["postgres"], services["memory-postgres"]
+    assert db["profiles"] == memory["profiles"] == ["postgres"]  # opt-in: `docker compose up` is unchanged
+    assert db["image"] == "pgvector/pgvector:pg16"  # PostgreSQL 16 with pgvector
+    assert db["healthcheck"]["test"][:2] == ["CMD", "pg_isready"]
+    assert ["-U", "hindsight", "-d", "hindsight"] == db["healthcheck"]["test"][2:6]
+    assert "postgres-data:/var/lib/postgresql/data" in db["volumes"]
+    assert "ports" not in db  # reached by the memory server on the compose network only
+    assert memory["depends_on"] == {"postgres": {"condition": "service_healthy"}}
+    assert memory["healthcheck"]["test"][1:4] == ["python", "-m", "hindsight_lab.server.healthcheck"]
+    cmd = memory["command"]
+    store = cmd[cmd.index("--store") + 1]
+    assert store == "postgresql://hindsight@postgres:5432/hindsight"  # no password in the URL (or in `ps`)
+    assert cmd[cmd.index("--transport") + 1] == "http" and memory["ports"] == ["127.0.0.1:8766:8765"]
+    # credentials only from the environment: both sides read ${DB_PASSWORD}, and compose refuses to start without it
+    assert db["environment"]["POSTGRES_PASSWORD"].startswith("${DB_PASSWORD:?")
+    assert memory["environment"]["PGPASSWORD"].startswith("${DB_PASSWORD:?")
+    assert memory["environment"]["HINDSIGHT_MCP_TOKEN"].startswith("${HINDSIGHT_MCP_TOKEN:?")
+
+
+def test_compose_holds_no_secret_literal() -> None:
+    text = (REPO / "compose.yaml").read_text()
+    for name, svc in COMPOSE["services"].items():
+        for key, value in (svc.get("environment") or {}).items():
+            if re.search(r"PASSWORD|TOKEN|SECRET|KEY", key):
+                assert str(value).startswith("${"), f"{name}: {key} is a literal, not from the environment"
+    assert not re.search(r"postgres(ql)?://[^@\s/]*:[^@\s/]*@", text), "a password inside a URL"
 
 
 def _pin(name: str) -> str:

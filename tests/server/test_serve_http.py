@@ -1,5 +1,5 @@
-"""``hindsight-lab serve --transport http``: one server process per backend (an embedded store, and a store on the
-session's ``chroma run`` server), loading the exported config file unchanged, with the real MiniLM; the official MCP
+"""``hindsight-lab serve --transport http``: one server process per backend (an embedded store, a store on the
+session's ``chroma run`` server, and one on the session's Postgres), loading the exported config file unchanged, with the real MiniLM; the official MCP
 client over streamable HTTP."""
 
 from __future__ import annotations
@@ -26,15 +26,17 @@ QUERIES = [DEMO_QUERY, DEMO_REFUND_QUERY, "Summarise the North China sales repor
            "A customer complains that a parcel arrived late"]
 
 
-@pytest.fixture(scope="module", params=["embedded", pytest.param("server", marks=pytest.mark.server)])
+@pytest.fixture(scope="module", params=["embedded", pytest.param("server", marks=pytest.mark.server),
+                                        pytest.param("postgres", marks=pytest.mark.postgres)])
 def served(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory, minilm: Any
            ) -> Iterator[dict[str, Any]]:
     """A store filled in-process (the demo story) and searched in-process, then a server on it."""
     tmp = tmp_path_factory.mktemp("served")
-    store = request.getfixturevalue("chroma_server") if request.param == "server" else str(tmp / "store")
+    store = (request.getfixturevalue("chroma_server") if request.param == "server"
+             else request.getfixturevalue("postgres_url") if request.param == "postgres" else str(tmp / "store"))
     ranked_ns = "r" + uuid.uuid4().hex[:10]
     cfg = LabConfig.from_yaml(SERVED_CONFIG)
-    where = {"store.url": store} if request.param == "server" else {"store.path": store}
+    where = {"store.path": store} if request.param == "embedded" else {"store.url": store}
     expected, other_weights = {}, {}
     first_design = LabConfig.from_yaml(REPO / "experiments" / "configs" / "first-design-weights.yaml")
     with MemorySystem(cfg.with_params({**where, "store.namespace": ranked_ns}), embedder=minilm) as mem:
@@ -57,7 +59,7 @@ def served(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFact
 def test_health_endpoint(served: dict[str, Any]) -> None:
     health = get_health(served["srv"].base_url)
     assert health["status"] == "ok" and health["service"] == "hindsight-lab"
-    assert health["store"] == ("chroma-server" if served["backend"] == "server" else "embedded")
+    assert health["store"] == {"server": "chroma-server", "postgres": "postgres"}.get(served["backend"], "embedded")
     assert "default" in health["namespaces"] and health["maintenance"]["interval_s"] == 3600.0
     # the MCP endpoint is not the health endpoint: a GET without an MCP session is refused
     with pytest.raises(urllib.error.HTTPError):

@@ -1,4 +1,5 @@
-"""The Store protocol, checked on every implementation: the dict-backed store and Chroma (ephemeral client)."""
+"""The Store protocol, checked on every implementation: the dict-backed store, Chroma (ephemeral client) and Postgres
+(the session's embedded PostgreSQL 18, and 16, the compose image's version)."""
 
 from __future__ import annotations
 
@@ -11,11 +12,12 @@ from hindsight_lab.errors import EmbeddingModelMismatch, StoreError
 from hindsight_lab.protocols import Store
 from hindsight_lab.store.chroma import ChromaStore
 from hindsight_lab.store.memory import InMemoryStore
+from hindsight_lab.store.postgres import PostgresStore
 from hindsight_lab.types import Kind, MemoryRecord, Trigger
 from support import T0
 
 
-def _chroma():
+def _chroma(request):
     import chromadb
     from chromadb.config import Settings
 
@@ -23,12 +25,22 @@ def _chroma():
     return ChromaStore(client, namespace="c" + uuid.uuid4().hex[:8])
 
 
-STORES = {"memory": InMemoryStore, "chroma": _chroma}
+def _postgres(url_fixture):
+    def make(request):
+        store = PostgresStore(request.getfixturevalue(url_fixture), namespace="c" + uuid.uuid4().hex[:8])
+        request.addfinalizer(store.close)
+        return store
+    return make
 
 
-@pytest.fixture(params=sorted(STORES))
+STORES = {"memory": lambda request: InMemoryStore(), "chroma": _chroma, "postgres": _postgres("postgres_url"),
+          "postgres-16": _postgres("postgres16_url")}
+
+
+@pytest.fixture(params=[pytest.param(name, marks=pytest.mark.postgres) if name.startswith("postgres") else name
+                        for name in sorted(STORES)])
 def store(request):
-    s = STORES[request.param]()
+    s = STORES[request.param](request)
     assert isinstance(s, Store)
     s.open("model-a")
     return s

@@ -58,6 +58,7 @@ def test_a_rule_is_confirmed_by_its_followers_success_and_promoted_in_different_
     (rule,) = mem.records(Kind.RULE)  # and one that ignored it failed: three tasks, P(helps) 5/6 — promoted
     assert counts(rule) == {"fo": 1, "fx": 0, "io": 0, "ix": 1} and rule.confidence == pytest.approx(5 / 6)
     assert rule.attrs["promoted_at"] and not mem.records(Kind.CANDIDATE)
+    assert mem.reflection_stats()["promotions"] == 1  # counted though no reflection wrote it
     # a run that never reached the step says nothing of the rule
     mem.write_episode({"episode_id": "run-9", "instruction": "Where is my parcel", "outcome": "failure",
                        "steps": [{"type": "tool_call", "name": "track_parcel", "arguments": {}}]})

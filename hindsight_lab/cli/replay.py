@@ -106,8 +106,20 @@ def print_replay(report: "ReplayReport") -> None:
     for name, refl in ((n, v) for n, v in report.metrics["systems"].items() if "trigger_rate" in v):
         print(f"{name}: trigger rate {refl['trigger_rate']:.3f} {refl['trigger_reasons']}, "
               f"promotions {refl['promotions']}, reuse rate {refl['reuse_rate']:.3f}")
+    for name, lift in report.metrics.get("lift", {}).items():
+        print(_lift_line(name, lift))
     timing = dict(report.metrics["timing"])
     resumed = timing.pop("resumed_units", 0)
     print("timing (s): " + ", ".join(f"{k} {v:.1f}" for k, v in timing.items()))
     if resumed:
         print(f"resumed: {resumed} units taken from the journal")
+
+
+def _lift_line(name: str, lift: dict) -> str:
+    """One line of a system's promoted-rule lift (``metrics.json`` ``lift``)."""
+    if not lift.get("runs_compared"):
+        return f"{name}: {lift.get('promoted', 0)} promoted rule(s) with a check; lift n/a (no run to compare)"
+    ci = lift["ci"]
+    return (f"{name}: {lift['promoted']} promoted rule(s) with a check; success lift of the runs that followed them "
+            f"{lift['lift']:+.3f} [{ci[0]:.3f}, {ci[1]:.3f}] over {lift['runs_compared']} runs, p {lift['p_value']:.2f}"
+            " (predictive: the recorded agents never saw the rules)")

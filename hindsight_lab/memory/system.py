@@ -306,9 +306,10 @@ class MemorySystem:
         return self._reflection.run(eps, given, self._now(now))
 
     def reflection_stats(self) -> dict[str, Any]:
-        """Trigger rate and counts per decision reason, rejection reason, write action; promotions."""
+        """Trigger rate and counts per decision reason, rejection reason, write action; promotions (every candidate
+        moved to L3 since open: on a reflection's write, or when later runs verified its check)."""
         self.ensure_open()
-        return self._reflection.stats.as_dict()
+        return {**self._reflection.stats.as_dict(), "promotions": self._writes.promotions}
 
     # ------------------------------------------------------------------ search
     def search(self, query: str, *, task_type: str | None = None, domain: str | None = None,

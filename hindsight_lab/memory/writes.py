@@ -52,6 +52,7 @@ class Writes:
         self.config, self.store, self.index, self.embedder = config, store, index, embedder
         self.new_id, self.contradictions = new_id, contradictions
         self.checked: dict[str, set[str]] = {}  # a guarded step (tool) -> the candidates and rules checking it
+        self.promotions = 0  # candidates moved to L3 since open, by a reflection's write or by later evidence
 
     # ------------------------------------------------------------------ buckets
     def track(self, rec: MemoryRecord, bucket: Bucket | str) -> None:
@@ -273,5 +274,6 @@ class Writes:
         self.store.delete(Bucket.CANDIDATE, [cand.id])
         if result.id != cand.id:
             self.forget(cand.id)
+        self.promotions += 1
         logger.info("promoted %s to L3 as %s", cand.id, result.id)
         return result

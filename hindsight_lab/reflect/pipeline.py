@@ -57,13 +57,13 @@ class ReflectionOutcome:
 
 @dataclass
 class ReflectionStats:
-    """Counts over every reflect call of a MemorySystem."""
+    """Counts over every reflect call of a MemorySystem (its promotions are counted where they happen, by the memory:
+    a candidate also reaches L3 when later runs verify its check, with no reflection involved)."""
 
     episodes: int = 0
     decisions: Counter = field(default_factory=Counter)
     rejections: Counter = field(default_factory=Counter)
     writes: Counter = field(default_factory=Counter)
-    promotions: int = 0
 
     @property
     def reflections(self) -> int:
@@ -76,7 +76,7 @@ class ReflectionStats:
     def as_dict(self) -> dict[str, Any]:
         return {"episodes": self.episodes, "reflections": self.reflections, "trigger_rate": self.trigger_rate,
                 "decisions": dict(self.decisions), "rejections": dict(self.rejections),
-                "writes": dict(self.writes), "promotions": self.promotions}
+                "writes": dict(self.writes)}
 
 
 def compressed_from_record(rec: MemoryRecord) -> CompressedEpisode:
@@ -185,7 +185,6 @@ class ReflectionPipeline:
             write = self._write_candidate(ep, answer, when)
             record = self._settle(record, "done")
             self.stats.writes[write.action] += 1
-            self.stats.promotions += int(write.promoted)
             outcomes.append(ReflectionOutcome(ep.episode_id, decision, record, comp, rel_ids, answer, None, write))
         return outcomes
 

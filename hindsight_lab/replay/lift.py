@@ -81,7 +81,7 @@ def lift_report(rules: Sequence[Any], episodes: Sequence[Any], times: Sequence[d
     out: dict[str, Any] = {"promoted": len(promoted), "rules": [
         {"id": rec.id, "rule": rec.content, "check": check.to_dict(), "promoted_after_episode": after,
          "confidence": rec.confidence} for rec, check, after in promoted],
-        "lift": lift, "runs_compared": compared, "note": NOTE}
+        "lift": lift if compared else None, "runs_compared": compared, "note": NOTE}
     if compared:
         boot, null = _bootstrap(pairs, runs, seed, n), _null(pairs, runs, seed, n)
         out.update(ci=[float(np.nanpercentile(boot, 2.5)), float(np.nanpercentile(boot, 97.5))],

@@ -27,9 +27,11 @@ from .result import CandidateSet, SearchResult
 
 
 def covered(records: Sequence[MemoryRecord]) -> np.ndarray:
-    """``(n, n)``: 1 between an L3 rule with a check and each episode that followed it and succeeded — the episode
-    says what the rule says — else 0. Taken as their similarity, it makes the rerank's redundancy penalty spend the
-    budget on what is new once the rule is chosen (a rule is short; the episodes it covers are long).
+    """``(n, n)``: row ``i``, column ``j`` is 1 when record ``i`` is an L3 rule with a check and episode ``j``
+    followed it and succeeded — the episode says what the rule says — else 0. Taken as a similarity, it makes the
+    rerank's redundancy penalty (row: the selected record, column: a candidate) spend the budget on what is new once
+    the rule is chosen. One way only: a rule is short and carries the lesson, so an episode chosen first does not
+    push out the rule that covers it.
 
     Examples:
         >>> from hindsight_lab.types import Kind
@@ -38,7 +40,7 @@ def covered(records: Sequence[MemoryRecord]) -> np.ndarray:
         >>> ok = MemoryRecord("epis-1", Kind.EPISODE, "…", outcome="success", attrs={"tools": ["get", "pay"]})
         >>> bad = MemoryRecord("epis-2", Kind.EPISODE, "…", outcome="failure", attrs={"tools": ["get", "pay"]})
         >>> covered([rule, ok, bad]).tolist()
-        [[0.0, 1.0, 0.0], [1.0, 0.0, 0.0], [0.0, 0.0, 0.0]]
+        [[0.0, 1.0, 0.0], [0.0, 0.0, 0.0], [0.0, 0.0, 0.0]]
     """
     n = len(records)
     out = np.zeros((n, n))
@@ -51,7 +53,7 @@ def covered(records: Sequence[MemoryRecord]) -> np.ndarray:
             tools = list((rec.attrs or {}).get("tools", ()))
             for i, check in checks:
                 if check.followed(tools):
-                    out[i, j] = out[j, i] = 1.0
+                    out[i, j] = 1.0
     return out
 
 

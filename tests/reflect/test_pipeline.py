@@ -20,7 +20,7 @@ from support import T0
 def _ep(eid, tools, outcome="success", error_at=None, instruction=None, hours=0, **kw):
     steps = []
     for i, t in enumerate(tools):
-        steps.append({"type": "tool_call", "name": t, "arguments": {"order": "A1"}})
+        steps.append({"type": "tool_call", "name": t, "arguments": {"order": f"A-{eid}"}})  # a task of its own
         steps.append({"type": "tool_result", "content": "ok" if i != error_at else "",
                       "error": "order already shipped" if i == error_at else None})
     return Episode.model_validate({"episode_id": eid, "instruction": instruction or f"Please cancel order {eid}",
@@ -66,19 +66,36 @@ def test_rejected_reflection_never_becomes_a_candidate(mem):
     assert m.reflection_stats()["rejections"] == {"invalid_json": 1}
 
 
-def test_three_different_failures_promote_and_stats_count(mem):
+def _three_failures(mem):
     for i in range(2):
         mem.reflect(_ep(f"s{i}", ["get_order", "cancel_order"], hours=i))
     outs = [mem.reflect(_ep(f"f{i}", ["cancel_order"], outcome="failure", error_at=0, hours=10 + 24 * 8 * i))
             for i in range(3)]
     assert [o.decision.reason for o in outs] == ["strategy_failure"] * 3  # 8 days apart: not a repeat
     assert [o.write.action for o in outs] == ["created", "merged", "merged"]
+    return outs
+
+
+def test_three_different_failures_promote_and_stats_count():
+    mem = MemorySystem(LabConfig().with_params({"promotion.verify": False}), store=InMemoryStore(),
+                       embedder=HashingEmbedder(dim=256))
+    outs = _three_failures(mem)
     assert outs[-1].promoted and mem.stats()["rules"] == 1
     rule = mem.records(Kind.RULE)[0]
     assert set(rule.source_episode_ids) == {"f0", "f1", "f2"} and rule.counter_examples
     stats = mem.reflection_stats()
     assert stats["episodes"] == 5 and stats["promotions"] == 1 and stats["decisions"]["strategy_failure"] == 3
     assert stats["trigger_rate"] == pytest.approx(3 / 5)
+
+
+def test_a_checked_rule_waits_for_a_run_that_followed_it_and_succeeded(mem):
+    outs = _three_failures(mem)  # f1 and f2 skipped get_order and failed: evidence for the rule, not yet proof
+    (cand,) = mem.records(Kind.CANDIDATE)
+    assert not outs[-1].promoted and mem.stats()["rules"] == 0
+    assert cand.attrs["check"] == {"kind": "order", "tools": ["get_order", "cancel_order"]}
+    mem.reflect(_ep("s9", ["get_order", "cancel_order"], hours=10 + 24 * 30))  # another task follows it: success
+    (rule,) = mem.records(Kind.RULE)
+    assert rule.attrs["promoted_at"] and mem.reflection_stats()["promotions"] == 1
 
 
 def test_repeat_failure_is_skipped_and_trigger_state_survives_reopen(tmp_path):

@@ -95,3 +95,23 @@ def test_enough_injects_a_sure_first_pick_alone_but_keeps_forced():
     # per config, in one batch: off, sure, not sure
     batch = rerank_many(feats, np.eye(4), ParamBatch.stack([P(), P(enough_score=0.8), P(enough_score=0.9)]), top_k=4)
     assert batch.count.tolist() == [4, 1, 4]
+
+
+def test_a_chosen_rule_pushes_out_the_episodes_it_covers_but_not_the_reverse():
+    from hindsight_lab.retrieve.search import covered
+    from hindsight_lab.types import Kind, MemoryRecord
+
+    check = {"kind": "order", "tools": ["verify_identity", "issue_refund"]}
+    rule = MemoryRecord("rule-1", Kind.RULE, "Before issue_refund, call verify_identity.", attrs={"check": check})
+    follows = dict(kind=Kind.EPISODE, content="…", attrs={"tools": ["verify_identity", "issue_refund"]})
+    records = [rule, MemoryRecord("epis-1", outcome="success", **follows),
+               MemoryRecord("epis-2", outcome="failure", **follows)]
+    sim = np.maximum(np.eye(3), covered(records))
+    weights = dict(semantic=1.0, redundancy=1.0)
+    red = COLUMNS.index("redundancy")
+    # the rule scores first: the success it covers is pushed below the failure it does not cover
+    first = rerank(named(dict(semantic=0.9), dict(semantic=0.8), dict(semantic=0.5)), sim, P(weights), top_k=3)
+    assert first.order == [0, 2, 1] and first.terms[2, red] == 1.0
+    # the covered success scores first: the rule keeps its place, unpenalised
+    second = rerank(named(dict(semantic=0.7), dict(semantic=0.9), dict(semantic=0.5)), sim, P(weights), top_k=3)
+    assert second.order == [1, 0, 2] and second.terms[1, red] == 0.0

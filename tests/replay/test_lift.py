@@ -1,0 +1,93 @@
+"""The lift of promoted rules (hindsight_lab.replay.lift): only runs after the promotion, per source agent, an
+interval over whole tasks and a null that shuffles outcomes within each task; and the line the CLI prints."""
+
+from __future__ import annotations
+
+from datetime import timedelta
+
+import numpy as np
+import pytest
+
+from hindsight_lab.cli.replay import _lift_line
+from hindsight_lab.replay.lift import Run, lift_report, pooled_lift
+from hindsight_lab.trace import Episode
+from hindsight_lab.trace.checks import Check
+from hindsight_lab.tracking import replay_metrics
+from hindsight_lab.types import Kind, MemoryRecord
+from support import T0
+
+CHECK = Check(("get_order", "refund"))
+FOLLOW, SKIP = ("get_order", "refund"), ("refund",)
+
+
+def _runs(pattern: list[tuple[tuple[str, ...], bool]], source: str = "a", start: int = 0) -> list[Run]:
+    return [Run(f"{source}{start + i}", f"t{(start + i) // 2}", source, start + i, tools, ok)
+            for i, (tools, ok) in enumerate(pattern)]
+
+
+def test_only_runs_after_the_promotion_are_compared() -> None:
+    runs = _runs([(FOLLOW, False), (SKIP, True), (FOLLOW, True), (SKIP, False)])
+    assert pooled_lift([(CHECK, 1)], runs) == (1.0, 2)   # the two runs that confirmed it are left out
+    assert pooled_lift([(CHECK, -1)], runs)[0] == pytest.approx(0.0)
+    assert pooled_lift([(CHECK, 3)], runs)[1] == 0 and np.isnan(pooled_lift([(CHECK, 3)], runs)[0])
+
+
+def test_runs_that_never_reach_the_guarded_step_say_nothing() -> None:
+    runs = _runs([(FOLLOW, True), (SKIP, False), (("get_order",), False), (("search",), True)])
+    assert pooled_lift([(CHECK, -1)], runs) == (1.0, 2)
+
+
+def test_agents_are_compared_with_themselves_not_with_each_other() -> None:
+    # agent a always follows and succeeds, agent b never follows and fails: pooled across agents that would be a
+    # lift of 1 that only says a is the better agent; within each agent nothing is compared
+    runs = _runs([(FOLLOW, True)] * 4, "a") + _runs([(SKIP, False)] * 4, "b", start=4)
+    lift, compared = pooled_lift([(CHECK, -1)], runs)
+    assert compared == 0 and np.isnan(lift)
+
+
+def _episodes(outcomes: list[tuple[tuple[str, ...], bool]]) -> list[Episode]:
+    return [Episode.model_validate({
+        "episode_id": f"e{i}", "task_id": f"task-{i // 2}", "instruction": "Refund my order",
+        "outcome": "success" if ok else "failure",
+        "steps": [{"type": "tool_call", "name": t, "arguments": {}} for t in tools]})
+        for i, (tools, ok) in enumerate(outcomes)]
+
+
+def _rule(promoted_after: int) -> MemoryRecord:
+    return MemoryRecord(id="rule-1", kind=Kind.RULE, content="Call get_order before refund.", confidence=0.9,
+                        attrs={"check": CHECK.to_dict(),
+                               "promoted_at": (T0 + timedelta(hours=promoted_after)).isoformat()})
+
+
+def test_a_rule_that_predicts_success_is_told_from_luck() -> None:
+    # 12 tasks after the promotion, two runs each: the one that followed the rule succeeded, the other failed
+    pattern = [(FOLLOW, True), (SKIP, False)] * 12
+    eps = _episodes([(FOLLOW, True)] + pattern)
+    times = [T0 + timedelta(hours=i) for i in range(len(eps))]
+    out = lift_report([_rule(0)], eps, times, n=400)
+    assert out["promoted"] == 1 and out["rules"][0]["promoted_after_episode"] == 0
+    assert out["lift"] == 1.0 and out["runs_compared"] == 24 and out["ci"] == [1.0, 1.0]
+    assert out["p_value"] < 0.01 and out["null_p95"] < 1.0
+    assert "+1.000 [1.000, 1.000] over 24 runs" in _lift_line("hindsight", out)
+    logged = replay_metrics({"systems": {}, "lift": {"hindsight": out}})
+    assert logged["lift.hindsight.lift"] == 1.0 and logged["lift.hindsight.ci_low"] == 1.0
+    assert logged["lift.hindsight.runs_compared"] == 24 and logged["lift.hindsight.p_value"] < 0.01
+
+
+def test_success_unrelated_to_the_rule_is_not_called_a_lift() -> None:
+    rng = np.random.default_rng(3)
+    pattern = [(FOLLOW if i % 2 else SKIP, bool(rng.random() < 0.5)) for i in range(40)]
+    eps = _episodes(pattern)
+    times = [T0 + timedelta(hours=i) for i in range(len(eps))]
+    out = lift_report([_rule(-1)], eps, times, n=400)
+    assert out["p_value"] > 0.05 and out["ci"][0] < 0 < out["ci"][1]
+
+
+def test_no_promoted_rule_no_comparison() -> None:
+    eps = _episodes([(FOLLOW, True), (SKIP, False)])
+    unpromoted = MemoryRecord(id="rule-2", kind=Kind.RULE, content="x", attrs={"check": CHECK.to_dict()})
+    out = lift_report([unpromoted], eps, [T0, T0 + timedelta(hours=1)])
+    assert out["promoted"] == 0 and out["runs_compared"] == 0 and out["lift"] is None and "ci" not in out
+    assert "lift n/a" in _lift_line("hindsight", out)
+    assert replay_metrics({"systems": {}, "lift": {"hindsight": out}}) == {"lift.hindsight.promoted": 0.0,
+                                                                          "lift.hindsight.runs_compared": 0.0}

@@ -167,6 +167,13 @@ def _check_replay(nb: nbformat.NotebookNode) -> None:
     for name in ("none", "dense", "bm25", "hindsight", "ndcg@5", "hit@3"):
         assert name in table, f"side-by-side table:\n{table}"
     assert "trigger rate" in _text(_outputs(nb, "trigger_reasons"))
+    example = _text(_outputs(nb, "judge_mode(history, mode)"))
+    assert "transfer  {'b': {'a': 2}}" in example and "outcome   {'d': {'b': 1, 'a': 1, 'c': 2}}" in example, example
+    modes = _text(_outputs(nb, "report.table(mode=mode)"))
+    for line in ("transfer: 20 queries" if _on_full_data(nb) else "outcome: ", "outcome: ", "dense+ok", "bm25+ok"):
+        assert line in modes, f"per-mode tables:\n{modes}"
+    assert "lift" in _text(_outputs(nb, 'report.metrics["lift"]')) or "no later run" in \
+        _text(_outputs(nb, 'report.metrics["lift"]'))
 
 
 def _check_agent_loop(nb: nbformat.NotebookNode) -> None:

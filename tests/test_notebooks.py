@@ -230,9 +230,24 @@ def _check_cross_agent(nb: nbformat.NotebookNode) -> None:
     assert "hindsight" in _text(_outputs(nb, "airline_report.table()"))
 
 
+def _check_sweeps(nb: nbformat.NotebookNode) -> None:
+    assert len(_pngs(nb)) >= 1, "expected the weight-sensitivity plot"
+    choice = _text(_outputs(nb, "sel = result.selection"))
+    found = re.search(r"chosen: (base|\d+) \(.+\)\nCV maximize ndcg@5: base ([\d.]+) ± [\d.]+, best \(trial "
+                      r"(?:base|\d+)\) ([\d.]+) ± [\d.]+, gain ([+-][\d.]+)", choice)
+    assert found, f"selection cell:\n{choice}"
+    base, best, gain = map(float, found.groups()[1:])
+    assert best >= base and abs(best - base - gain) < 1e-3, choice
+    assert "optimism of the best of" in choice and "none" in choice and "test.ndcg@5" in choice, choice
+    logged = _text(_outputs(nb, "mlflow.get_run(result.parent_run_id)"))
+    assert "'selection.optimism'" in logged and "metrics.cv.mean" in logged, logged
+    assert "provenance:" in _text(_outputs(nb, "export_config(with_provenance(result), out)"))
+
+
 CHECKS: dict[str, Callable[[nbformat.NotebookNode], None]] = {"01_quickstart.ipynb": _check_quickstart,
                                                               "02_reflection.ipynb": _check_reflection,
                                                               "03_replay.ipynb": _check_replay,
+                                                              "04_sweeps.ipynb": _check_sweeps,
                                                               "05_conflicts.ipynb": _check_conflicts,
                                                               "06_agent_loop.ipynb": _check_agent_loop,
                                                               "07_cross_agent.ipynb": _check_cross_agent}

@@ -54,7 +54,7 @@ def log_sweep(result: SweepResult, configs: Mapping[int, LabConfig], datasets: S
         parent.log_params({"sweep.name": spec.name, "sweep.sampler": spec.sampler, "sweep.trials": len(result.trials),
                            "sweep.seed": spec.seed, "sweep.objective": f"{spec.objective.direction} "
                            f"{spec.objective.label}", "sweep.fields": spec.fields,
-                           "sweep.selection": result.selection.get("rule", ""), "sweep.folds": spec.selection.folds,
+                           "sweep.selection": result.selection.get("rule", ""), "sweep.folds": result.selection.get("folds", spec.selection.folds),
                            "sweep.chosen": result.selection.get("chosen", ""),
                            "sweep.test_fraction": spec.split.test_fraction, "sweep.top_k": spec.top_k,
                            "dataset.sha256": sha, "dataset.names": [d.data.info["name"] for d in datasets]})

@@ -53,8 +53,9 @@ def run_sweep(spec: SweepSpec, *, trials: int | None = None, embedder: Any = Non
         embedder = embedder_for(base.embedder)
     datasets = load_datasets(spec, base, embedder)
     timing["load_s"] = time.perf_counter() - t0
+    folds = "/".join(str(int(d.design.folds.max()) + 1) for d in datasets if d.design is not None)
     say(f"sweep {spec.name!r}: {n_trials} trials ({spec.sampler}) over {', '.join(spec.fields)}; objective "
-        f"{spec.objective.direction} {spec.objective.label}, {spec.selection.folds}-fold by task on "
+        f"{spec.objective.direction} {spec.objective.label}, {folds}-fold by task on "
         f"{sum(len(d.split['dev']) for d in datasets)} dev queries; "
         f"{sum(len(d.split['test']) for d in datasets)} test queries kept for the end")
 

@@ -307,16 +307,22 @@ def test_wrong_password_fails_at_open_naming_the_url_without_the_password(passwo
     assert "wrong-secret" not in message and PASSWORD not in message
 
 
-def test_the_right_password_opens_the_store_or_says_pgvector_is_missing(password_server):
+@pytest.mark.parametrize("given", ["in the URL", "in PGPASSWORD"])
+def test_the_right_password_opens_the_store_or_says_pgvector_is_missing(password_server, given, monkeypatch):
     import psycopg
 
-    with psycopg.connect(password_server, connect_timeout=10) as conn:
+    url = password_server
+    if given == "in PGPASSWORD":  # libpq's variable, as the README shows: the URL names no password
+        url = password_server.replace(f":{PASSWORD}@", "@")
+        assert url != password_server
+        monkeypatch.setenv("PGPASSWORD", PASSWORD)
+    with psycopg.connect(url, connect_timeout=10) as conn:
         has_vector = conn.execute("SELECT 1 FROM pg_available_extensions WHERE name = 'vector'").fetchone()
     if not has_vector:  # Debian's postgresql-15: the server is reached, and the store says what it lacks
-        message = _open_fails(password_server, "pgvector 0.8.0 or newer")
+        message = _open_fails(url, "pgvector 0.8.0 or newer")
         assert PASSWORD not in message
         return
-    cfg = LabConfig().with_params({"store.url": password_server, "store.timeout_s": 5.0, "store.retries": 0})
+    cfg = LabConfig().with_params({"store.url": url, "store.timeout_s": 5.0, "store.retries": 0})
     mem = MemorySystem(cfg, embedder=HashingEmbedder(dim=64)).open()  # the wheel's server: pgvector is there
     try:
         assert mem.write("Call get_order before refund.", counter_examples=["x"]).record.id

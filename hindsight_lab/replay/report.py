@@ -136,10 +136,7 @@ class ReplayReport:
     def save(self, folder: str | Path) -> Path:
         """Write ``metrics.json``, ``episodes.csv`` (the ``repeat`` queries; ``episodes_<mode>.csv`` for every other
         judging mode with queries) and the four plots as PNG files."""
-        import matplotlib
-
-        matplotlib.use("Agg", force=False)
-        import matplotlib.pyplot as plt
+        from matplotlib.figure import Figure  # no pyplot: a notebook's backend and figures stay as they are
 
         folder = Path(folder)
         folder.mkdir(parents=True, exist_ok=True)
@@ -148,11 +145,10 @@ class ReplayReport:
         for mode, frame in self.mode_episodes.items():
             frame.to_csv(folder / f"episodes_{mode}.csv", index=False)
         for name in PLOTS:
-            fig, ax = plt.subplots(figsize=(8, 4))
-            getattr(self, f"plot_{name}")(ax=ax)
+            fig = Figure(figsize=(8, 4))
+            getattr(self, f"plot_{name}")(ax=fig.subplots())
             fig.tight_layout()
             fig.savefig(folder / f"{name}.png", dpi=110)
-            plt.close(fig)
         return folder
 
 

@@ -16,16 +16,19 @@ def sensitivity_plot(trials: "pd.DataFrame", fields: Sequence[str], objective: s
 
     Returns the figure (also saved to ``path`` when given).
     """
-    import matplotlib
-
-    if path is not None:
-        matplotlib.use("Agg", force=False)
-    import matplotlib.pyplot as plt
     import pandas as pd
 
+    size = (3.2 * max(1, len(fields)), 3.0)
+    if path is not None:  # a file: no pyplot, so a notebook's backend and figures stay as they are
+        from matplotlib.figure import Figure
+
+        fig = Figure(figsize=size)
+    else:
+        import matplotlib.pyplot as plt
+
+        fig = plt.figure(figsize=size)
+    axes = fig.subplots(1, max(1, len(fields)), squeeze=False, sharey=True)
     ok = trials[trials["status"] == "ok"]
-    fig, axes = plt.subplots(1, max(1, len(fields)), figsize=(3.2 * max(1, len(fields)), 3.0), squeeze=False,
-                             sharey=True)
     for a, name in zip(axes[0], fields):
         x = pd.to_numeric(ok[name], errors="coerce") if name in ok else pd.Series(dtype=float)
         a.scatter(x, ok[objective], s=10, alpha=0.5)
@@ -38,5 +41,4 @@ def sensitivity_plot(trials: "pd.DataFrame", fields: Sequence[str], objective: s
     fig.tight_layout()
     if path is not None:
         fig.savefig(path, dpi=100)
-        plt.close(fig)
     return fig

@@ -30,7 +30,18 @@ def test_every_mode_is_reported_side_by_side(traces, minilm, tmp_path) -> None:
             assert low <= cell["systems"][name]["ndcg@5"] <= high
         assert cell["systems"]["none"]["ndcg@5"] == 0.0
         assert report.table(mode=mode).shape[0] == len(SYSTEMS)
-    out = report.save(tmp_path / "report")
+    import matplotlib
+    import matplotlib.pyplot as plt
+
+    before, open_figures = matplotlib.get_backend(), plt.get_fignums()
+    matplotlib.use("svg")  # stands for a notebook's inline backend: anything but Agg
+    try:
+        out = report.save(tmp_path / "report")
+        # writing the PNG files leaves a notebook's backend and figures alone (no switch to Agg, none left open)
+        assert matplotlib.get_backend() == "svg" and plt.get_fignums() == open_figures
+    finally:
+        matplotlib.use(before)
+    assert len(list(out.glob("*.png"))) == 4
     assert {p.name for p in out.glob("episodes*.csv")} == {"episodes.csv", "episodes_transfer.csv",
                                                            "episodes_outcome.csv"}
     assert json.loads((out / "metrics.json").read_text())["modes"]["transfer"]["queries"] > 0

@@ -103,3 +103,22 @@ def test_distance_to_base_is_scaled_by_the_searched_range() -> None:
     d = distance_to_base([{"w": 0.5, "m": "a"}, {"w": 1.0, "m": "b"}], {"w": 0.5, "m": "a"},
                          {"w": (0.0, 1.0)})
     assert d.tolist() == [0.0, 1.5]
+
+
+def test_the_sensitivity_plot_written_to_a_file_leaves_the_backend_alone(tmp_path) -> None:
+    import matplotlib
+    import matplotlib.pyplot as plt
+    import pandas as pd
+
+    from hindsight_lab.sweep.report import sensitivity_plot
+
+    trials = pd.DataFrame({"number": [0, 1, 2], "status": ["ok", "ok", "failed"], "w.a": [0.1, 0.5, 0.9],
+                           "cv.mean": [0.4, 0.6, None]})
+    before, open_figures = matplotlib.get_backend(), plt.get_fignums()
+    matplotlib.use("svg")  # stands for a notebook's inline backend: anything but Agg
+    try:
+        sensitivity_plot(trials, ["w.a"], "cv.mean", best=1, title="t", path=tmp_path / "s.png")
+        assert matplotlib.get_backend() == "svg" and plt.get_fignums() == open_figures
+    finally:
+        matplotlib.use(before)
+    assert (tmp_path / "s.png").read_bytes().startswith(b"\x89PNG")

@@ -233,8 +233,8 @@ def _check_cross_agent(nb: nbformat.NotebookNode) -> None:
 def _check_sweeps(nb: nbformat.NotebookNode) -> None:
     assert len(_pngs(nb)) >= 1, "expected the weight-sensitivity plot"
     choice = _text(_outputs(nb, "sel = result.selection"))
-    found = re.search(r"chosen: (base|\d+) \(.+\)\nCV maximize ndcg@5: base ([\d.]+) ± [\d.]+, best \(trial "
-                      r"(?:base|\d+)\) ([\d.]+) ± [\d.]+, gain ([+-][\d.]+)", choice)
+    found = re.search(r"chosen: (base|\d+) \(.+\)\nCV maximize ndcg@5: base ([\d.]+) ± [\d.]+, best \((?:the base: "
+                      r"no trial scores higher|trial \d+)\) ([\d.]+) ± [\d.]+, gain ([+-][\d.]+)", choice)
     assert found, f"selection cell:\n{choice}"
     base, best, gain = map(float, found.groups()[1:])
     assert best >= base and abs(best - base - gain) < 1e-3, choice

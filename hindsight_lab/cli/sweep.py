@@ -78,13 +78,18 @@ def print_sweep(result: "SweepResult", top: int) -> None:
         print(f"MLflow parent run {result.parent_run_id}; chosen trial run {result.chosen_run_id or '— (the base)'}")
 
 
+def best_name(sel: dict) -> str:
+    """The best candidate in words: a trial, or the base config when no trial scores higher."""
+    return "the base: no trial scores higher" if sel["best"] == "base" else f"trial {sel['best']}"
+
+
 def selection_text(sel: dict) -> str:
     """The choice in words: what was chosen, the gains, the optimism of the best of N, the held-out check."""
     if not sel:
         return "no valid trial"
     return (f"chosen: {sel['chosen']} ({sel['rule']}; {sel['folds']} folds, {sel['candidates']} candidates)\n"
             f"  CV {sel['objective']}: base {sel['base_cv']:.4f} ± {sel['base_se']:.4f}, chosen "
-            f"{sel['chosen_cv']:.4f} ± {sel['chosen_se']:.4f}, best (trial {sel['best']}) {sel['best_cv']:.4f} "
+            f"{sel['chosen_cv']:.4f} ± {sel['chosen_se']:.4f}, best ({best_name(sel)}) {sel['best_cv']:.4f} "
             f"± {sel['best_se']:.4f}\n"
             f"  best gain {sel['best_gain']:+.4f} against an optimism of {sel['optimism']:+.4f} (what the best of "
             f"{sel['candidates']} gains when none differs from the base; {1 - sel['level']:.0%} of such draws stay "

@@ -122,3 +122,18 @@ def test_the_sensitivity_plot_written_to_a_file_leaves_the_backend_alone(tmp_pat
     finally:
         matplotlib.use(before)
     assert (tmp_path / "s.png").read_bytes().startswith(b"\x89PNG")
+
+
+@pytest.mark.parametrize("best, words", [("base", "best (the base: no trial scores higher) 0.6000"),
+                                         (7, "best (trial 7) 0.6300")])
+def test_the_choice_in_words_names_the_best_candidate(best, words) -> None:
+    from hindsight_lab.cli.sweep import selection_text
+
+    sel = {"chosen": "base", "rule": "r", "folds": 5, "candidates": 9, "objective": "maximize ndcg@5",
+           "base_cv": 0.6, "base_se": 0.05, "chosen_cv": 0.6, "chosen_se": 0.05, "best": best,
+           "best_cv": 0.6 if best == "base" else 0.63, "best_se": 0.05, "best_gain": 0.0 if best == "base" else 0.03,
+           "optimism": 0.05, "level": 0.05, "luck_bar": 0.12, "p_value": 0.8, "holdout_gain": 0.0,
+           "holdout_gain_by_fold": [0.0] * 5}
+    text = selection_text(sel)
+    assert words in text and text.startswith("chosen: base (r; 5 folds, 9 candidates)")
+    assert "best gain +0.0" in text and "95% of such draws stay below +0.1200" in text

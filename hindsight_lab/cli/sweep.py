@@ -13,11 +13,16 @@ if TYPE_CHECKING:
 
 
 def add_parser(sub: Any) -> None:
-    sweep = sub.add_parser("sweep", help="MLflow-tracked sweep over config fields (rerank weights first)")
+    sweep = sub.add_parser(
+        "sweep", help="MLflow-tracked sweep over config fields (rerank weights first)",
+        description="Score many configs on the dev split, cross-validated by task; choose one only when it beats the "
+                    "base config by more than the best of N would by luck (else keep the base); score the base, "
+                    "the choice and the baselines once on the test split.")
     sweep.add_argument("spec", help="sweep spec YAML (see experiments/rerank_weights.yaml)")
     sweep.add_argument("--trials", type=int, help="overrides the spec's trial count")
     sweep.add_argument("--top", type=int, default=5, help="how many of the best trials to print")
-    sweep.add_argument("--out", help="also write the best config (exported, with provenance) to this YAML file")
+    sweep.add_argument("--out", help="also write the chosen config (the base config when no trial beat it by more "
+                                     "than luck; exported, with provenance) to this YAML file")
     sweep.add_argument("--baselines", action=argparse.BooleanOptionalAction, default=True,
                        help="replay none, dense and bm25 on the same splits for the comparison (default: on)")
     sweep.add_argument("--mlflow", action=argparse.BooleanOptionalAction, default=True,

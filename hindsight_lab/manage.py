@@ -207,7 +207,7 @@ def import_jsonl(mem: "MemorySystem", path: str | Path, *,
         raise ValidationError(f"import: on_existing: expected 'fail', 'skip' or 'replace' (got {on_existing!r})")
     rows = read_export(path)
     mem.ensure_open()
-    existing = [rec.id for rec, _, _ in rows if _exists(mem, rec.id)]
+    existing = [rec.id for rec, _, _ in rows if holds(mem, rec.id)]
     if existing and on_existing == "fail":
         raise ValidationError(f"import {path}: the target already holds {len(existing)} of these ids (e.g. "
                               f"{existing[:3]}); pass on_existing='skip' or 'replace' (--skip-existing / "
@@ -238,7 +238,8 @@ def import_jsonl(mem: "MemorySystem", path: str | Path, *,
             "replaced": len(existing) if on_existing == "replace" else 0}
 
 
-def _exists(mem: "MemorySystem", record_id: str) -> bool:
+def holds(mem: "MemorySystem", record_id: str) -> bool:
+    """Whether the memory holds a record with this id (in any layer)."""
     try:
         mem.get(record_id)
     except MemoryNotFound:

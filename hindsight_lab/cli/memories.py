@@ -60,14 +60,6 @@ def _open(args: argparse.Namespace, *, create: bool = False, read_only: bool = F
     return MemorySystem(load_config(args).with_params({**where, "store.read_only": read_only})).open()
 
 
-def _held(mem: "MemorySystem", record_id: str) -> bool:
-    try:
-        mem.get(record_id)
-    except MemoryNotFound:
-        return False
-    return True
-
-
 def run_memories(args: argparse.Namespace) -> int:
     from ..manage import read_export
 
@@ -100,7 +92,9 @@ def _show(mem: "MemorySystem", args: argparse.Namespace) -> None:
 
 
 def _delete(mem: "MemorySystem", args: argparse.Namespace) -> None:
-    missing = [i for i in args.ids if not _held(mem, i)]
+    from ..manage import holds
+
+    missing = [i for i in args.ids if not holds(mem, i)]
     if missing:
         raise MemoryNotFound(f"no memory with id {missing[0]!r}; nothing was deleted")
     for rid in args.ids:

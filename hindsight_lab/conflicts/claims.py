@@ -39,6 +39,9 @@ _MUST = frozenset({"must", "obligatory", "compulsory", "mandatory"})
 _MUST_PAIRS = frozenset({("have", "to"), ("has", "to"), ("required", "to"), ("need", "to"), ("needs", "to"),
                          ("is", "required"), ("are", "required")})
 _MANDATORY = stem("mandatory")
+#: Verbs whose *to* complement carries the action: "ask the user to confirm" (complement-taking verbs of request).
+_ASKING = frozenset({"ask", "request", "tell", "remind", "instruct", "require", "force", "urge", "encourage",
+                     "invite", "expect", "get"})
 _INSTRUMENT_PREP = frozenset({"with", "through", "using", "via"})
 _CHANNEL_PREP = frozenset({"by", "via", "through", "over", "using", "with", "on", "in", "per", "to", "into"})
 _TOOL_NOUNS = frozenset({"tool", "api", "endpoint", "function", "command", "system", "platform", "spreadsheet",
@@ -56,7 +59,8 @@ class Statement:
     """One clause: its content and focus (the words after a negation cue), polarity, whether its cue is an
     exclusion verb, the surface ``forms`` of its content words (``(stem, word)``), adjacent content ``pairs`` and
     its ``topic`` (:func:`.quantities.topic`); ``anchor`` is the time it holds from or to ("until X": ``("until",
-    X)``; "after X", "once X": ``("after", X)``), if its clause says."""
+    X)``; "after X", "once X": ``("after", X)``), if its clause says; ``head`` is the negated verb, the first
+    content word after the cue when it is a verb ("never *disclose* the results")."""
 
     content: frozenset[str]
     focus: frozenset[str]
@@ -66,6 +70,7 @@ class Statement:
     pairs: frozenset[tuple[str, str]] = frozenset()
     topic: str = ""
     anchor: tuple[str, frozenset[str]] = ("", frozenset())
+    head: str = ""
 
 
 @dataclass(frozen=True, slots=True)
@@ -101,7 +106,22 @@ def _statement(tokens: list[Token], negated: bool) -> Statement:
     words = [t.text for t in tokens]
     if any(w in _MUST for w in words) or any(p in zip(words, words[1:]) for p in _MUST_PAIRS):
         forms.add((_MANDATORY, "mandatory"))  # deontic necessity: "must attach X" / "attaching X is optional"
-    return Statement(_clean(tokens), focus, negated, exclusion, frozenset(forms), adjacent(kept), topic(kept))
+    return Statement(_clean(tokens), focus, negated, exclusion, frozenset(forms), adjacent(kept), topic(kept),
+                     head=_negated_verb(tokens[cue + 1:] if cue is not None else []))
+
+
+def _negated_verb(after: list[Token]) -> str:
+    """The stem of the verb a negation cue denies: the first content word after it, if a verb; after a verb of
+    asking ("never *ask* the user *to confirm* …") the verb of its *to* complement, which is what is denied."""
+    words = [t for t in after if t.is_content and t.kind == "word"]
+    if not words or not is_verb(words[0].text):
+        return ""
+    if words[0].text in _ASKING:
+        at = after.index(words[0])
+        nxt = next((k for k in range(at + 1, len(after) - 1) if after[k].text == "to"), None)
+        if nxt is not None and is_verb(after[nxt + 1].text):
+            return after[nxt + 1].stem
+    return words[0].stem
 
 
 def _statements(cl: Clause) -> list[Statement]:
@@ -218,9 +238,13 @@ def analyse(text: str) -> Analysis:
     main: set[str] = set()
     cond: set[str] = set()
     for s in sents:
-        for cl in clauses(s):
+        parts = clauses(s)
+        for k, cl in enumerate(parts):
             statements += _statements(cl)
-            instruments += _instruments(cl)
+            # "To cancel a subscription, call end_subscription": a tool's job may be said in a purpose clause
+            around = frozenset().union(*(_clean(o.main) for o in parts[:k] + parts[k + 1:] if len(o.main) > 1
+                                         and o.main[0].text == "to" and is_verb(o.main[1].text)))
+            instruments += [i if i.purpose else replace(i, purpose=around - i.tools) for i in _instruments(cl)]
             found += quantities(cl.main, bound_negated(cl.main) != negative(cl.main))
             main |= _clean(cl.main)
             cond |= _clean(cl.condition)

@@ -142,8 +142,8 @@ class OfflineDetector:
             for pos in (s for s in y.statements if not s.negative):
                 shared = neg.content & (pos.content | y.condition)
                 strong = any("_" in w for w in shared)
-                if not (neg.focus & shared):
-                    continue
+                if not (neg.focus & shared) or not _asserts(neg.head, pos.content | y.condition):
+                    continue  # "never disclose the results" / "keep the results private": another predicate
                 # "leave the receipt out" against "attach the receipt": the exclusion verb is the predicate, so
                 # its object alone is enough when all of it is shared
                 whole = neg.exclusion and shared == neg.content
@@ -214,6 +214,12 @@ def soft_overlap(a: frozenset[str], b: frozenset[str]) -> float:
         return 0.0
     small, big = (a, b) if len(a) <= len(b) else (b, a)
     return sum(w in big or any(same_action(w, o) for o in big - small) for w in small) / len(small)
+
+
+def _asserts(verb: str, words: frozenset[str]) -> bool:
+    """Whether a positive clause of ``words`` asserts the negated ``verb`` (itself, the same action, or a light
+    verb, which says little of its own: "do not *send* the invoice by e-mail" / "e-mail the invoice")."""
+    return not verb or verb in LIGHT_VERBS or any(verb == w or same_action(verb, w) for w in words)
 
 
 def _other_times(ax: tuple[str, frozenset[str]], ay: tuple[str, frozenset[str]]) -> bool:

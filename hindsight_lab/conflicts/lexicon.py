@@ -17,8 +17,9 @@ Sources:
 - **Same action** (``data/verbs.tsv``): two verbs name the same action when one is a synonym or a direct hypernym
   of the other in the first two WordNet senses of each (``update`` ~ ``modify``, ``retrieve`` ~ ``fetch``,
   ``refund`` ~ ``reimburse``); opposites never count as the same action.
-- **Exclusion verbs** (*omit, exclude, leave out, leave off, withhold*): verbs whose WordNet gloss is "not
-  include / prevent from being included"; a clause with one denies its object, like *not*.
+- **Exclusion verbs** (*omit, exclude, leave out, leave off, withhold*, and *keep out*, *shut out*, the other
+  lemmas of WordNet's first sense of *exclude*): verbs whose WordNet gloss is "not include / prevent from being
+  included"; a clause with one denies its object, like *not*.
 - **Light verbs** (*issue, make, do, perform, process, handle, run, execute, submit, create, give, take*): the
   verbs that carry little meaning of their own before an action noun (Jespersen's "light verbs"), so that the
   tools ``issue_refund`` and ``refund_payment`` both name the action *refund*.
@@ -38,7 +39,7 @@ _DATA = Path(__file__).with_name("data") / "opposites.tsv"
 _VERBS = Path(__file__).with_name("data") / "verbs.tsv"
 
 EXCLUSION_VERBS = frozenset({"omit", "omits", "omitted", "omitting", "exclude", "excludes", "excluded", "excluding",
-                             "leavout", "leavoff", "withhold", "withholds", "withheld"})
+                             "leavout", "leavoff", "withhold", "withholds", "withheld", "keepout", "shutout"})
 LIGHT_VERBS = frozenset(stem(w) for w in ("issue", "make", "do", "perform", "process", "handle", "run", "execute",
                                           "submit", "create", "give", "take", "send", "trigger", "initiate", "file"))
 #: schema.org ContactPoint / ServiceChannel channels, each with its synonyms (stems).

@@ -7,8 +7,12 @@ followed by Y``, tool chains ``A → B → C``, and orders stated through condit
 ``do not Y until X`` (a negated *until*: Y only after X), ``Y must wait for X`` / ``wait for X before Y``, ``X is a
 precondition / prerequisite for Y``, ``Y upon X``, ``Y without waiting for X`` (Y first), ``Y without X-ing`` (X
 before Y, denied), ``Y only when / only if X`` (a necessary condition comes first),
-``Y while X is pending`` (Y before X), ``Y immediately`` / ``upfront`` / ``right away`` (before the rule's other
-actions, unless an order marker follows), ``Y eventually`` / ``subsequently`` (after them). An ordering is negative
+``Y while X is pending`` (Y before X), ``Y immediately`` / ``upfront`` / ``right away`` / ``as the first step``
+(before the rule's other actions, unless an order marker follows; *first* before any other noun is an adjective:
+"during the first visit"), ``Y eventually`` / ``subsequently`` / ``later`` / ``the following week`` (after them,
+also when said in Y's purpose: "ask the manager to sign off on it later"), ``postpone / hold off / defer Y until X``
+(like ``do not Y until X``), and a trailing ``…, ahead of X`` / ``…, before X`` clause (the clause it follows
+comes first). An ordering is negative
 in a clause that is negated or says the action failed ("T failed when called after P"); a chain in such a clause
 claims nothing (it reports a path, not which step was wrong).
 
@@ -29,13 +33,25 @@ from .text import Token, clauses, content, ident_parts
 
 _DETERMINERS = frozenset({"the", "a", "an", "this", "that", "its", "their", "our", "your", "any", "each", "all",
                           "every", "some"})
-_LAST = frozenset({"afterwards", "afterward", "later", "finally", "eventually", "subsequently", "retroactively"})
+_LAST = frozenset({"afterwards", "afterward", "later", "finally", "eventually", "subsequently", "retroactively",
+                   "tomorrow"})
+#: "the following week", "next day": a later time, so a later step.
+_LATER_TIMES = frozenset({"following", "next"})
+_TIME_UNITS = frozenset({"day", "days", "week", "weeks", "month", "months", "morning", "shift", "visit", "call",
+                         "session", "cycle", "run", "business"})
+#: Nouns for a place in a sequence: "the first step", "should be the first call".
+_STEP_NOUNS = frozenset({"step", "steps", "call", "calls", "action", "actions", "thing", "move", "priority", "stage"})
+_PRONOUNS = frozenset({"it", "that", "this", "them", "those", "these", "which"})
 _FIRST = frozenset({"immediately", "upfront", "beforehand"})
 _FIRST_PAIRS = (("right", "away"), ("straight", "away"), ("at", "once"), ("in", "advance"), ("up", "front"))
 #: States of a step not done yet: "ship while the payment is pending" ships before the payment.
 _PENDING = frozenset({"pending", "outstanding", "unpaid", "unconfirmed", "unapproved", "unverified", "unsigned",
                       "incomplete", "unresolved", "ongoing", "yet", "progress"})
 _WAIT = frozenset({"wait", "waits", "await", "awaits"})
+#: Verbs of putting off (WordNet's *postpone, prorogue, hold over, put over, table, shelve, set back, defer, remit,
+#: put off*, and *delay*, *hold off*), as the tokenizer writes them.
+_POSTPONE = frozenset({"postpone", "postpones", "defer", "defers", "delay", "delays", "hold", "holdoff", "putoff",
+                       "shelve", "table"})
 _PRECONDITION = frozenset({"precondition", "preconditions", "prerequisite", "prerequisites"})
 
 
@@ -108,7 +124,9 @@ def _segments(sentence: list[Token]) -> list[_Seg]:
         head = directive(cl.main)  # "search X only after Y returns nothing" is a positive directive
         failed = failed_clause(head)
         # "do not ship until it is paid": ship only after it is paid, a positive order
-        until_after = len(head) < len(cl.main) and cl.main[len(head)].text == "until" and negative(head)
+        # "hold off on refunds until X", "postpone the refund until X": a verb of postponing says "not before"
+        until_after = len(head) < len(cl.main) and cl.main[len(head)].text == "until" and (
+            negative(head) or any(t.text in _POSTPONE for t in head[:2]))
         positive = until_after or not (negative(head) or failed)
         toks = cl.tokens
         # "Y only when/if X": X is a precondition of Y, so it comes first (the condition stays a condition too)
@@ -190,6 +208,12 @@ def orders(sents: list[list[Token]]) -> list[Order]:
                 earlier = [s for s in reversed(segs[:j]) if s.clause == seg.clause and _event(s.tokens)]
                 # "wait for X to finish before Y": X; "make sure to X before Y": the purpose X
                 back = next((s for s in earlier if s.boundary != "purpose"), earlier[0] if earlier else None)
+                lead = next((s for s in reversed(segs[:j]) if not s.cond and s.boundary != "purpose"
+                             and _event(s.tokens)), None) if back is None and b == "before" else None
+                if lead is not None and lead.clause == seg.clause - 1:
+                    # "X during the visit, ahead of Y": a trailing before-clause orders the clause it follows
+                    add(lead.event("end"), seg.event("start"), lead.positive, lead.failed)
+                    continue
                 if back is None:  # "Before Y, X": X is the next clause
                     later = next((s for s in segs[j + 1:] if s.boundary == "clause" and not s.cond), None)
                     if later is None:
@@ -221,9 +245,11 @@ def orders(sents: list[list[Token]]) -> list[Order]:
     for si, j, seg in actions:
         words = [t.text for t in seg.tokens]
         nxt = all_segs[si][j + 1].boundary if j + 1 < len(all_segs[si]) else ""
-        is_first = (words and words[-1] == "first") or nxt == "and" or (
+        # "ask the manager to sign off on it later": a time said in the action's purpose is the action's
+        tail = [t.text for s in _purposes(all_segs[si], j) for t in s.tokens]
+        is_first = (words and words[-1] == "first") or nxt == "and" or _first_step(words) or (
             nxt not in ("before", "after") and _says_first(words))  # "notify immediately after X": not first
-        is_last = bool(set(words) & _LAST) or _at_the_end(words) or (words and words[-1] == "last")
+        is_last = _says_later(words + tail) or _at_the_end(words) or (words and words[-1] == "last")
         opening = j == 0 and words[:1] == ["first"] and len(words) > 1
         if not (is_first or is_last or opening):
             continue
@@ -241,6 +267,28 @@ def orders(sents: list[list[Token]]) -> list[Order]:
 
 def _says_first(words: list[str]) -> bool:
     return bool(set(words) & _FIRST) or any(p in zip(words, words[1:]) for p in _FIRST_PAIRS)
+
+
+def _first_step(words: list[str]) -> bool:
+    """"X as the very first step", "X should be the first call": *first* before a noun of sequence (before any
+    other noun it is an adjective: "during the first visit")."""
+    return any(w == "first" and nxt in _STEP_NOUNS for w, nxt in zip(words, words[1:]))
+
+
+def _says_later(words: list[str]) -> bool:
+    """A later time: *afterwards*, *later*, *eventually* …, or "the following week", "next day"."""
+    return bool(set(words) & _LAST) or any(w in _LATER_TIMES and nxt in _TIME_UNITS
+                                           for w, nxt in zip(words, words[1:]))
+
+
+def _purposes(segs: list[_Seg], j: int) -> list[_Seg]:
+    """The purpose segments right after ``segs[j]`` ("ask the manager | to sign off on it later")."""
+    out = []
+    for s in segs[j + 1:]:
+        if s.boundary != "purpose" or s.clause != segs[j].clause:
+            break
+        out.append(s)
+    return out
 
 
 def _pending_orders(all_segs: list[list[_Seg]], add: Callable[..., None]) -> None:

@@ -6,9 +6,10 @@ and percentages, sufficiency and necessity.
   and *a*/*an* before a unit of time ("within a week").
 - **Bounds** before the number (*at most, up to, no more than, not more than, a maximum of, capped at, limited to,
   within, no later than, less than, under, below, at least, no fewer than, a minimum of, more than, over, above,
-  beyond, exceeding, exactly, only, just*), after it (*or more, or fewer, or less, or longer, or later, and up,
-  at most, at least, max*, ``+``) and the verbs *exceed* / *surpass* (more than); a negated clause turns a bound
-  over ("never exceed 3", "never more than once": at most).
+  beyond, exceeding, exactly; *only* and *just* restrict, so they bound above: "only once" is at most once), after
+  it (*or more, or fewer, or less, or longer, or later, and up, at most, at least, max*, ``+``) and the verbs
+  *exceed* / *surpass* (more than); a negated clause turns a bound over ("never exceed 3", "never more than once":
+  at most).
 - **Ranges**: *between N and M*, *from N to M*, *N to M*, ``N-M``, *N or M*: the interval [N, M].
 - **Limit nouns**: *the limit / cap / maximum / deadline / window / quota is N* is at most N; *the minimum / floor
   is N*, at least N.
@@ -50,10 +51,11 @@ _DURATION = {stem(w): d for w, d in (("second", 1 / 86400), ("sec", 1 / 86400), 
 _MONEY = frozenset({"$", "dollar", "dollars", "usd", "eur", "euro", "euros", "gbp", "pound", "pounds", "€", "£"})
 _PERCENT = frozenset({"%", "percent", "pct"})
 _BEFORE = {
+    # "only once", "just two attempts": a restriction, so an upper bound (less is allowed, more is not)
     "le": ("at most", "up to", "no more than", "not more than", "maximum of", "a maximum of", "maximum", "max",
            "capped at", "cap of", "a cap of", "limited to", "limit of", "a limit of", "within", "no later than",
            "not later than", "no longer than", "not longer than", "no over", "as many as", "as much as",
-           "as long as"),
+           "as long as", "only", "just"),
     "lt": ("less than", "fewer than", "under", "below", "shorter than", "earlier than", "sooner than", "newer than",
            "before", "younger than"),
     "ge": ("at least", "no fewer than", "no less than", "not less than", "not fewer than", "minimum of",
@@ -61,7 +63,7 @@ _BEFORE = {
            "as little as"),
     "gt": ("more than", "over", "above", "beyond", "exceeding", "exceeds", "exceed", "surpass", "surpassing",
            "greater than", "longer than", "later than", "in excess of", "older than", "after"),
-    "eq": ("exactly", "only", "just", "precisely"),
+    "eq": ("exactly", "precisely"),
 }
 _BEFORE_KEYS = {tuple(p.split()): b for b, phrases in _BEFORE.items() for p in phrases}
 _AFTER = {("or", "more"): "ge", ("or", "fewer"): "le", ("or", "less"): "le", ("or", "longer"): "ge",

@@ -37,6 +37,8 @@ _PHRASES = ((re.compile(r"\blog[\s-]+in\b", re.I), "login"), (re.compile(r"\bsig
             # "as soon as X" and a conjunction "once X" are "after X"; a count "once" ("more than once", "once a
             # day", "retry once.") stays: the conjunction is followed by a clause, the count by a unit or nothing
             (re.compile(r"\bas\s+soon\s+as\b", re.I), "after"),
+            (re.compile(r"(?<!at )\bthe\s+(?:moment|minute|instant|second)\s+(?=(?:that\s+)?(?:the|a|an|you|they|"
+                        r"it|he|she|we|[a-z]+s)\b)", re.I), "after "),  # "the moment the customer asks": as soon as
             (re.compile(r"(?<!than )\bonce\b(?=\s+(?!(?:a|an|per|every|more|again|or|and|in|only|each|daily|weekly|"
                         r"monthly|yearly|before|after|then|within|for|at|to|is|are)\b)[a-z])", re.I), "after"),
             # vague conditions that restrict nothing: "only when needed", "if necessary", "where possible"
@@ -90,7 +92,7 @@ def stem(word: str) -> str:
     for suf in _SUFFIXES:
         if not w.endswith(suf) or len(w) - len(suf) < 3:
             continue
-        if suf == "s" and w[-2] in "suio":
+        if suf == "s" and w[-2] in "sui":  # "class", "bonus", "analysis"; but "photos", "scenarios"
             break
         if suf == "es" and w[-3] not in "sxzh":
             continue
@@ -172,10 +174,14 @@ def phrasal_verbs() -> dict[str, frozenset[str]]:
             parts = lemma.split("_")
             if len(parts) == 2 and parts[1] in ("out", "off", "down", "up", "away", "back"):
                 out.setdefault(stem(parts[0]), set()).add(parts[1])
+    for verb in _EXCLUDING:  # the exclusion verbs of .lexicon that are phrasal but have no opposite listed
+        out.setdefault(stem(verb), set()).add("out")
     return {k: frozenset(v) for k, v in out.items()}
 
 
 
+#: "keep the receipt out", "shut the caller out": WordNet's *keep_out* / *shut_out*, lemmas of *exclude*.
+_EXCLUDING = ("keep", "shut")
 #: The opposites list (:mod:`.lexicon`), whose multi-word verbs the tokenizer joins with their particle.
 _OPPOSITES = Path(__file__).with_name("data") / "opposites.tsv"
 

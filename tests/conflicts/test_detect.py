@@ -38,6 +38,16 @@ def test_independent_pairs_generalise(detector):
     assert sc["precision"] == 1.0 and sc["recall"] >= 0.95, sc
 
 
+def test_construction_pairs(detector):
+    # 80 pairs written in issue 18's second round (construction_pairs.jsonl: 40 conflicts, 10 of each kind, in
+    # nine domains, the constructions the held-out set was said to hold, and 40 related compatible pairs), the
+    # development set of the cues added then: 1.000 / 0.600 before them, 1.000 / 0.850 after. They were tuned on,
+    # so they are not held-out figures; the held-out set (test_heldout.py) did not move with them.
+    sc = scores(judge_pairs(load_pairs(HERE / "construction_pairs.jsonl"), detector))
+    assert sc["n"] == 80 and sum(p.conflict for p in load_pairs(HERE / "construction_pairs.jsonl")) == 40
+    assert sc["precision"] == 1.0 and sc["recall"] >= 0.85, sc
+
+
 def test_verdicts_are_symmetric(detector):
     for p in load_pairs(HERE / "extra_pairs.jsonl"):
         assert detector.judge(p.rule_a, p.rule_b).conflict == detector.judge(p.rule_b, p.rule_a).conflict, p.id

@@ -213,3 +213,61 @@ def test_without_a_gerund_denies_the_step_before(detector, a, b, expected):
 ])
 def test_pending_steps_immediate_actions_and_periods(detector, a, b, expected):
     _check(detector, a, b, expected)
+
+
+# ------------------------------------------------------------------------------------ cues added for issue 18 (2)
+# Each written with the development pairs of construction_pairs.jsonl in mind, in other words than they use.
+@pytest.mark.parametrize("a, b, expected", [
+    # "first" before a noun of sequence places the action; before any other noun it is an adjective
+    ("Freeze the card as the very first step; the fraud report can follow.",
+     "File the fraud report, then freeze the card.", True),
+    ("Freeze the card during the first call, then file the fraud report.",
+     "Freeze the card, then file the fraud report.", False),
+    # a later time said in an action's purpose or as "the following week" orders that action last
+    ("Publish the patch and ask the reviewer to approve it later.", "Get the reviewer's approval, then publish the patch.",
+     True),
+    ("Pay the invoice on Monday and file the receipt the following week.",
+     "File the receipt prior to paying the invoice.", True),
+    # a trailing "ahead of X" clause orders the clause it follows
+    ("Print the boarding pass at the desk, ahead of the seat check.",
+     "Wait for the seat check to finish before you print the boarding pass.", True),
+    # verbs of postponing with "until" say "not before"; "the moment X" is "as soon as X"
+    ("Postpone the shipment until the customs form is signed.", "Ship the parcel, then sign the customs form.", True),
+    ("Postpone the shipment until the customs form is signed.",
+     "Ship the parcel the moment the customs form is signed.", False),
+])
+def test_orders_in_more_constructions(detector, a, b, expected):
+    _check(detector, a, b, expected, "order")
+
+
+@pytest.mark.parametrize("a, b, expected", [
+    # a negation denies its verb: another verb about the same things is not its opposite
+    ("Never forward the medical notes to the insurer.", "Keep the medical notes sealed from the insurer.", False),
+    # ... and after a verb of asking, the verb of its complement is what is denied
+    ("Never ask the caller to repeat the account number.", "Repeat the account number back to the caller.", True),
+    # "keep X out of Y" excludes, like "leave X out"
+    ("Put the tracking link in the confirmation e-mail.", "Keep the tracking link out of the confirmation e-mail.",
+     True),
+])
+def test_negation_denies_its_own_verb(detector, a, b, expected):
+    _check(detector, a, b, expected, "negation")
+
+
+def test_a_tools_job_may_stand_in_another_clause(detector):
+    _check(detector, "To renew a licence, call extend_license.", "To renew a licence, call renew_subscription_key.",
+           True, "tool")
+    _check(detector, "To renew a licence, call extend_license.", "To revoke a licence, call revoke_key.", False)
+    # regression (the demo's first rule and its paraphrase were kept apart as a tool conflict): a "then B" clause
+    # is the next step, not B doing the job of the clause before it
+    _check(detector, "For invoices, call load_ledger filtered by month first, then render_invoice.",
+           "For invoices, call load_ledger filtered by month before render_invoice.", False)
+
+
+@pytest.mark.parametrize("a, b, expected", [
+    ("A booking may be changed only once.", "A booking may be changed up to four times.", True),
+    ("A booking may be changed only once.", "A booking may be changed at most once.", False),
+    # plurals in -os meet their singular ("photos" / "photo")
+    ("Two photos of the receipt are enough.", "A claim needs at least five photo uploads of the receipt.", True),
+])
+def test_only_bounds_above_and_units_meet_their_plural(detector, a, b, expected):
+    _check(detector, a, b, expected, "quantity")

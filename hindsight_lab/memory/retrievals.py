@@ -1,6 +1,7 @@
 """Retrieval bookkeeping (DESIGN §3): when each record was last retrieved or had its trigger matched, and its
 ``debug_trace`` (which tasks retrieved it and how they ended). Held in process and written to the store in
-batches; never read by ranking."""
+batches; never read by ranking. A flush writes the bookkeeping onto the record as the store holds it then, so a
+change another process made meanwhile (a merge, a promotion) is kept, not overwritten by the copy searched."""
 
 from __future__ import annotations
 
@@ -47,8 +48,11 @@ class Retrievals:
             rec = self.pending.get(rid) or found
             if rec is not None:
                 self.pending[rid] = replace(rec, last_triggered_at=now)
-        if len(self.pending) >= FLUSH_AT:
-            self.flush()
+
+    @property
+    def due(self) -> bool:
+        """Whether enough has piled up to be written (the memory flushes, under its write lock)."""
+        return len(self.pending) >= FLUSH_AT
 
     def outcome(self, records: Iterable[MemoryRecord], outcome: str, task_id: str | None, now: datetime) -> None:
         """Note in each record's debug_trace how a task that used it ended."""
@@ -56,7 +60,6 @@ class Retrievals:
             rec = self.current(rec)
             entry = {"at": now.isoformat(), "event": "outcome", "outcome": outcome, "task_id": task_id}
             self.pending[rec.id] = replace(rec, debug_trace=self._traced(rec, entry))
-        self.flush()
 
     def flush(self) -> None:
         """Store the pending bookkeeping."""
@@ -68,5 +71,22 @@ class Retrievals:
             if bucket is not None:
                 by_bucket.setdefault(bucket, []).append(rec)
         for bucket, recs in by_bucket.items():
-            self.writes.annotate(bucket, recs)
+            stored = {r.id: r for r, _ in self.writes.store.get(bucket, [r.id for r in recs])}
+            self.writes.annotate(bucket, [self._onto(stored[r.id], r) for r in recs if r.id in stored])
         self.pending.clear()
+
+    def rebase(self, rec: MemoryRecord) -> None:
+        """``rec`` changed in the store: its pending bookkeeping now overlays the changed record."""
+        if rec.id in self.pending:
+            self.pending[rec.id] = self._onto(rec, self.pending[rec.id])
+
+    def _onto(self, stored: MemoryRecord, pending: MemoryRecord) -> MemoryRecord:
+        """The bookkeeping of ``pending`` on ``stored``: the later stamps, and the trace entries it added."""
+        added = tuple(e for e in pending.debug_trace if e not in stored.debug_trace)
+        return replace(stored, last_retrieved_at=_later(stored.last_retrieved_at, pending.last_retrieved_at),
+                       last_triggered_at=_later(stored.last_triggered_at, pending.last_triggered_at),
+                       debug_trace=(stored.debug_trace + added)[-self.limit:] if self.limit else ())
+
+
+def _later(a: datetime | None, b: datetime | None) -> datetime | None:
+    return max(a, b) if a is not None and b is not None else (a or b)

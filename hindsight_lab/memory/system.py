@@ -28,7 +28,9 @@ from ..retrieve.index import RecallIndex, is_retired
 from ..retrieve.search import Searcher
 from ..trace import Episode
 from ..types import BUCKETS, RECALLED, Bucket, Kind, MemoryRecord, WriteResult, new_id, utcnow
+from .changes import ChangeFeed
 from .evidence import Contradictions
+from .feedback import SIGNALS, apply_feedback
 from .inputs import parse_memory_input
 from .maintain import MaintenanceReport, maintain
 from .port import ReflectionPort
@@ -41,8 +43,6 @@ if TYPE_CHECKING:
     from ..retrieve.result import SearchResult
 
 logger = logging.getLogger(__name__)
-
-_SIGNALS = {"up": "up", "+1": "up", 1: "up", "down": "down", "-1": "down", -1: "down", "correction": "down"}
 
 
 class MemorySystem:
@@ -97,6 +97,10 @@ class MemorySystem:
         self._retrievals = Retrievals(self._writes, cfg.retrieval.debug_trace_max)
         self._searcher = Searcher(self.store, self.index_, self.embedder, self.tokens_.count)
         self._reflection = ReflectionPipeline(ReflectionPort(self, self._writes), self.reflector, cfg)
+        # its counter is read before the scan, so no change falls between the two
+        self._feed = ChangeFeed(self.store, self._writes, self._retrievals.rebase, lambda new: self._observe(
+            [r for r in new if not r.archived or is_retired(r)], new))
+        self._writing = self._feed.writing
         self._rebuild()
         return self
 
@@ -108,11 +112,15 @@ class MemorySystem:
                 self._writes.track(rec, bucket)
                 if rec.kind is Kind.EPISODE:
                     episodes.append(rec)
-        prefixes = self.config_.episode.read_only_prefixes
         live_or_retired = [r for r in episodes if not r.archived or is_retired(r)]
-        for rec in sorted(live_or_retired, key=lambda r: (r.created_at, r.id)):
+        self._observe(sorted(live_or_retired, key=lambda r: (r.created_at, r.id)), episodes)
+
+    def _observe(self, evidence: Sequence[MemoryRecord], triggers: Sequence[MemoryRecord]) -> None:
+        prefixes = self.config_.episode.read_only_prefixes
+        for rec in evidence:
             self._writes.contradictions.observe_record(rec, prefixes)  # state only: acted on at write
-        self._reflection.observe_stored(episodes)
+        self._reflection.observe_stored(triggers)
+
 
     def ensure_open(self) -> "MemorySystem":
         """Open the memory if it is not open yet."""
@@ -125,8 +133,9 @@ class MemorySystem:
 
     def flush(self) -> None:
         """Persist pending retrieval bookkeeping (last_retrieved_at, debug_trace)."""
-        if hasattr(self, "config_"):
-            self._retrievals.flush()
+        if hasattr(self, "config_") and self._retrievals.pending:
+            with self._writing():
+                self._retrievals.flush()
 
     def close(self) -> None:
         if hasattr(self, "config_"):
@@ -227,7 +236,8 @@ class MemorySystem:
         self.ensure_open()
         eps = [_as_episode(e, i) for i, e in enumerate(episodes)]
         given = list(task_types) if task_types is not None else [None] * len(eps)
-        return self._writes.episode_records(eps, given, self._now(now))
+        with self._writing():
+            return self._writes.episode_records(eps, given, self._now(now))
 
     def write(self, content: str, **fields: Any) -> WriteResult:
         """Write a rule: an L2 candidate (``layer="L2"``, the default) or an L3 rule (``layer="L3"``).
@@ -256,7 +266,8 @@ class MemorySystem:
             source_episode_ids=tuple(dict.fromkeys(item.source_episode_ids)), created_at=now,
             last_confirmed_at=now, embedding_model=self.embedder.name(),
             attrs={"check": item.check} if item.check else {})
-        return self._writes.rule(incoming, emb, now)
+        with self._writing():
+            return self._writes.rule(incoming, emb, now)
 
     def put_records(self, records: Sequence[MemoryRecord], embeddings: np.ndarray) -> None:
         """Store records exactly as given, with their vectors: no dedup, no merge, archived ones to the archive.
@@ -268,15 +279,17 @@ class MemorySystem:
         for i, rec in enumerate(records):
             by_bucket.setdefault(Bucket.of(rec), []).append(i)
         emb = np.asarray(embeddings, dtype=np.float32)
-        for bucket, rows in by_bucket.items():
-            self._writes.put(bucket, [records[i] for i in rows], emb[rows])
+        with self._writing():
+            for bucket, rows in by_bucket.items():
+                self._writes.put(bucket, [records[i] for i in rows], emb[rows])
 
     def delete(self, memory_id: str) -> MemoryRecord:
         """Delete a record (archived ones included) and return it; :class:`MemoryNotFound` if there is none."""
         self.ensure_open()
         self.flush()
-        rec, _, bucket = self._get(memory_id)
-        self._writes.delete(bucket, [memory_id])
+        with self._writing():
+            rec, _, bucket = self._get(memory_id)
+            self._writes.delete(bucket, [memory_id])
         return rec
 
     # ------------------------------------------------------------------ reflection (DESIGN §4)
@@ -303,7 +316,8 @@ class MemorySystem:
         eps = [_as_episode(e, i) for i, e in enumerate(episodes)]
         given = list(task_types) if task_types is not None else [None] * len(eps)
         self.flush()
-        return self._reflection.run(eps, given, self._now(now))
+        with self._writing():
+            return self._reflection.run(eps, given, self._now(now))
 
     def reflection_stats(self) -> dict[str, Any]:
         """Trigger rate and counts per decision reason, rejection reason, write action; promotions (every candidate
@@ -334,6 +348,7 @@ class MemorySystem:
         if k < 1:
             raise ValidationError(f"search: top_k: must be at least 1 (got {top_k!r})")
         now = self._now(now)
+        self._feed.catch_up()  # what other processes wrote (a store with a change log: Postgres)
         result, cands = self._searcher.search(
             query, cfg, top_k=k, now=now, task_type=task_type, domain=domain,
             working=self._working.records() if self._working else (), overlay=self._retrievals.pending,
@@ -341,6 +356,8 @@ class MemorySystem:
         if cfg.track_retrievals:
             triggered = [(rid, cands.record(rid) if rid in cands else None) for rid in cands.triggered]
             self._retrievals.retrieved(result.hits, triggered, query, task_id, now)
+            if self._retrievals.due:
+                self.flush()
         return result
 
     def record_outcome(self, memory_ids: Iterable[str], outcome: str, *, task_id: str | None = None,
@@ -349,6 +366,7 @@ class MemorySystem:
         self.ensure_open()
         now = self._now(now)
         self._retrievals.outcome([self._get(mid)[0] for mid in memory_ids], outcome, task_id, now)
+        self.flush()
 
     # ------------------------------------------------------------------ working memory (L1)
     @contextmanager
@@ -370,32 +388,21 @@ class MemorySystem:
         """Up raises confidence, down lowers it at once, the ``delete_after_downs``-th down deletes the record
         (then None is returned). ``+1``/``-1`` are aliases; ``"correction"`` is a down with text."""
         self.ensure_open()
-        kind = _SIGNALS.get(signal.strip().lower() if isinstance(signal, str) else signal)
+        kind = SIGNALS.get(signal.strip().lower() if isinstance(signal, str) else signal)
         if kind is None:
             raise ValidationError(f"feedback: signal: expected 'up', 'down', 'correction', +1 or -1 (got {signal!r})")
         self.flush()
-        rec, _, bucket = self._get(memory_id)
-        cfg = self.config_.feedback
-        notes = rec.feedback_notes + ((f"{kind}: {text}",) if text else ())
-        if kind == "up":
-            new = replace(rec, ups=rec.ups + 1, confidence=min(1.0, rec.confidence + cfg.up_step),
-                          feedback_notes=notes)
-        elif rec.downs + 1 >= cfg.delete_after_downs:
-            self._writes.delete(bucket, [memory_id])
-            logger.info("deleted %s after %d downs", memory_id, rec.downs + 1)
-            return None
-        else:
-            new = replace(rec, downs=rec.downs + 1, confidence=max(0.0, rec.confidence - cfg.down_step),
-                          feedback_notes=notes)
-        self._writes.annotate(bucket, [new])
-        return new
+        with self._writing():
+            rec, _, bucket = self._get(memory_id)
+            return apply_feedback(self._writes, rec, bucket, kind, text, self.config_.feedback)
 
     def maintain(self, now: datetime | None = None) -> MaintenanceReport:
         """Decay and archive on the given clock (DESIGN §2.6), then the conflict pass (``conflicts.enabled``)."""
         self.ensure_open()
         now = self._now(now)
         self.flush()
-        return maintain(self._writes, now)
+        with self._writing():
+            return maintain(self._writes, now)
 
     def reembed(self, embedder: Any = None, *, show_progress: bool = False) -> dict[str, int]:
         """Rebuild every vector with ``embedder`` (default: the configured one) and record the new model.
@@ -409,11 +416,12 @@ class MemorySystem:
         self.flush()
         name = self.embedder.name()
         done = {}
-        for bucket in BUCKETS:
-            recs = [replace(r, embedding_model=name) for r in self.store.scan(bucket)]
-            embs = self.embedder.embed([r.embed_text for r in recs]) if recs else np.zeros((0, 1), np.float32)
-            self.store.rebuild(bucket, recs, embs, name)
-            done[str(bucket)] = len(recs)
+        with self._writing():
+            for bucket in BUCKETS:
+                recs = [replace(r, embedding_model=name) for r in self.store.scan(bucket)]
+                embs = self.embedder.embed([r.embed_text for r in recs]) if recs else np.zeros((0, 1), np.float32)
+                self.store.rebuild(bucket, recs, embs, name)
+                done[str(bucket)] = len(recs)
         self.store.open(name)
         self._writes.embedder = self.embedder  # an embedder given here serves every later write and search
         self._searcher = replace(self._searcher, embedder=self.embedder)

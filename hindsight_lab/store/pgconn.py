@@ -30,7 +30,8 @@ import threading
 import time
 import warnings
 from pathlib import Path
-from typing import Any, Callable, TypeVar
+from contextlib import contextmanager
+from typing import Any, Callable, Iterator, TypeVar
 from urllib.parse import parse_qsl, urlencode, urlsplit
 
 from ..errors import StoreError
@@ -168,26 +169,23 @@ class Pool:
             raise StoreError(f"store {self.url}: {exc}") from None
         self.pool.open(wait=True, timeout=self.timeout_s)
 
-    def lock_writer(self, namespace: str) -> None:
-        """This process's writer lock on ``namespace`` (:mod:`.pglock`)."""
+    @contextmanager
+    def exclusive(self, namespace: str) -> Iterator[None]:
+        """Hold the write lock of ``namespace`` across processes for the block (:mod:`.pglock`)."""
         import psycopg
 
-        from .pglock import acquire_writer
+        from .pglock import exclusive
 
         def connect(application_name: str) -> Any:
-            return psycopg.connect(self.pool.conninfo, **{**_connect_args(self.timeout_s),
-                                                          "application_name": application_name})
+            try:
+                return psycopg.connect(self.pool.conninfo, **{**_connect_args(self.timeout_s),
+                                                              "application_name": application_name})
+            except psycopg.Error as exc:
+                raise StoreError(f"store {self.url}: cannot take the write lock of namespace {namespace!r}: "
+                                 f"{_scrub(str(exc).strip(), self._raw)}") from None
 
-        try:
-            acquire_writer(self.pool.conninfo, self.url, namespace, connect)
-        except psycopg.Error as exc:
-            raise StoreError(f"store {self.url}: cannot take the writer lock of namespace {namespace!r}: "
-                             f"{_scrub(str(exc), self._raw)}") from None
-
-    def unlock_writer(self, namespace: str) -> None:
-        from .pglock import release_writer
-
-        release_writer(self.pool.conninfo, namespace)
+        with exclusive(self.pool.conninfo, self.url, namespace, connect, self.timeout_s):
+            yield
 
     def run(self, what: str, fn: Callable[[Any], T]) -> T:
         """``fn(connection)`` in one transaction (committed when ``fn`` returns), retried when the connection

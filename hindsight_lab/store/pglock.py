@@ -1,14 +1,15 @@
-"""One writer per Postgres namespace, enforced: a session-level advisory lock per namespace, held on one connection
-per process and database for as long as the process has the namespace open for writing.
+"""One write at a time per Postgres namespace, across every process that writes it: a session-level advisory lock
+per namespace, taken for the length of one logical write (a dedup check and the insert or merge it decides, a
+promotion, a maintenance pass) and given back after it.
 
-A ``MemorySystem`` keeps in-process indexes beside its store (task types, triggers, keywords, the classifier) that
-another process's writes never reach, so two writers of one namespace would silently diverge (DESIGN §1, and
-:mod:`~hindsight_lab.store.lock` for embedded Chroma folders). Postgres gives the lock the same guarantees as
-``flock``: the database releases it when the holder's session ends in any way (a killed process included), and a
-second process is refused with a :class:`~hindsight_lab.errors.StoreError` that names the holder (its pid, host and
-since when, from the lock connection's ``application_name``). Within one process the lock is counted, so several
-stores of one namespace share it; read-only stores take none. Once recall is served by the database (issue 20, item
-2) this lock goes.
+Row locks cannot guard a check-then-insert (the row the check looks for does not exist yet), so dedup, merge,
+promotion and the evidence counters of rules are serialised by this lock instead; recall needs no lock (every
+process refreshes its recall index from the namespace's change log, :mod:`.pgchanges`). The database releases the
+lock when the holder's session ends in any way (a killed process included). Each process keeps one lock connection
+per database and namespace, so a wait on one namespace holds up no other; a wait longer than the store's timeout
+is a :class:`~hindsight_lab.errors.StoreError` that names the holder (its pid and host, from the holding
+connection's ``application_name``). Within one process the lock is re-entrant per thread and exclusive between
+threads.
 """
 
 from __future__ import annotations
@@ -16,14 +17,25 @@ from __future__ import annotations
 import os
 import socket
 import threading
-from typing import Any
+from contextlib import contextmanager
+from typing import Any, Callable, Iterator
 
 from ..errors import StoreError
 from .pgschema import advisory_key, schema_name
 
-__all__ = ["acquire_writer", "release_writer"]
+__all__ = ["exclusive"]
 
-_held: dict[str, tuple[Any, dict[str, int]]] = {}  # conninfo → (lock connection, namespace → count)
+
+class _Slot:
+    """The lock connection of one (database, namespace) in this process, and who in the process holds it."""
+
+    def __init__(self) -> None:
+        self.thread_lock = threading.RLock()
+        self.conn: Any = None
+        self.depth = 0
+
+
+_slots: dict[tuple[str, str], _Slot] = {}
 _guard = threading.Lock()
 
 
@@ -35,77 +47,75 @@ def _split(key: int) -> tuple[int, int]:
 
 def _holder(conn: Any, key: int) -> str:
     classid, objid = _split(key)
-    row = conn.execute("SELECT a.application_name, a.backend_start FROM pg_locks l JOIN pg_stat_activity a "
-                       "ON a.pid = l.pid WHERE l.locktype = 'advisory' AND l.granted AND l.classid = %s "
-                       "AND l.objid = %s AND l.objsubid = 1", (classid, objid)).fetchone()
-    if row is None:
-        return "another process"
-    return f"{row[0] or 'another process'} (since {row[1]:%Y-%m-%d %H:%M:%S %Z})"
+    row = conn.execute("SELECT a.application_name FROM pg_locks l JOIN pg_stat_activity a ON a.pid = l.pid "
+                       "WHERE l.locktype = 'advisory' AND l.granted AND l.classid = %s AND l.objid = %s "
+                       "AND l.objsubid = 1", (classid, objid)).fetchone()
+    return (row[0] if row and row[0] else "another process")
 
 
-def acquire_writer(conninfo: str, public: str, namespace: str, connect: Any) -> None:
-    """Take (or count once more) this process's writer lock on ``namespace``; ``connect(application_name)`` opens
-    the lock connection when the process holds none on this database yet.
+def _slot(conninfo: str, namespace: str) -> _Slot:
+    with _guard:
+        return _slots.setdefault((conninfo, namespace), _Slot())
+
+
+@contextmanager
+def exclusive(conninfo: str, public: str, namespace: str, connect: Callable[[str], Any],
+              timeout_s: float) -> Iterator[None]:
+    """Hold the namespace's write lock for the block (``connect(application_name)`` opens the lock connection the
+    first time, or again after the database dropped it).
 
     Raises:
-        StoreError: another process holds it (the message names that process).
+        StoreError: the lock was not had within ``timeout_s`` (the message names its holder), or the database
+            cannot be reached.
     """
-    with _guard:
-        conn, counts = _held.get(conninfo, (None, {}))
-        if counts.get(namespace):
-            counts[namespace] += 1
-            return
-        if conn is not None and conn.broken:  # the database restarted: its session's locks are gone
-            conn = _retake(conninfo, counts, connect)
-        if conn is None:
-            conn = connect(f"hindsight_lab writer pid {os.getpid()} on {socket.gethostname()}"[:63])
-            conn.autocommit = True
-            _held[conninfo] = (conn, counts)
-        key = advisory_key("writer", schema_name(namespace))
-        if not conn.execute("SELECT pg_try_advisory_lock(%s)", (key,)).fetchone()[0]:
-            who = _holder(conn, key)
-            if not counts:
-                conn.close()
-                del _held[conninfo]
-            raise StoreError(
-                f"namespace {namespace!r} of store {public} is open for writing by {who}; one process writes a "
-                "namespace while recall is served from in-process indexes: stop that process, or open this one "
-                "read-only (store.read_only=true)")
-        counts[namespace] = 1
+    import psycopg
 
-
-def _retake(conninfo: str, counts: dict[str, int], connect: Any) -> Any:
-    """A new lock connection for the namespaces this process holds (the old one's session ended)."""
-    import logging
-
-    conn = connect(f"hindsight_lab writer pid {os.getpid()} on {socket.gethostname()}"[:63])
-    conn.autocommit = True
-    for namespace in list(counts):
-        if not conn.execute("SELECT pg_try_advisory_lock(%s)", (advisory_key("writer", schema_name(namespace)),)
-                            ).fetchone()[0]:
-            logging.getLogger(__name__).warning("namespace %r: its writer lock was lost with the database session "
-                                                "and another process holds it now", namespace)
-    _held[conninfo] = (conn, counts)
-    return conn
-
-
-def release_writer(conninfo: str, namespace: str) -> None:
-    """Give back one count of this process's writer lock on ``namespace`` (the last one unlocks it, and the last
-    namespace closes the lock connection)."""
-    with _guard:
-        conn, counts = _held.get(conninfo, (None, {}))
-        if not counts.get(namespace):
-            return
-        counts[namespace] -= 1
-        if counts[namespace]:
-            return
-        del counts[namespace]
+    slot = _slot(conninfo, namespace)
+    if not slot.thread_lock.acquire(timeout=timeout_s):
+        raise StoreError(f"namespace {namespace!r} of store {public}: another write of this process held the "
+                         f"write lock for over {timeout_s:g} s")
+    try:
+        if slot.depth == 0:
+            try:
+                _take(slot, namespace, public, connect, timeout_s)
+            except psycopg.Error as exc:
+                raise StoreError(f"store {public}: cannot take the write lock of namespace {namespace!r}: "
+                                 f"{exc}") from None
+        slot.depth += 1
         try:
-            if counts:
-                conn.execute("SELECT pg_advisory_unlock(%s)", (advisory_key("writer", schema_name(namespace)),))
-                return
-            conn.close()  # the session's locks go with it
-        except Exception:  # noqa: BLE001 (a dead connection has released its locks already)
-            pass
-        if not counts:
-            del _held[conninfo]
+            yield
+        finally:
+            slot.depth -= 1
+            if slot.depth == 0:
+                _give_back(slot, namespace)
+    finally:
+        slot.thread_lock.release()
+
+
+def _take(slot: _Slot, namespace: str, public: str, connect: Callable[[str], Any], timeout_s: float) -> None:
+    import psycopg
+
+    key = advisory_key("writer", schema_name(namespace))
+    for attempt in (0, 1):
+        if slot.conn is None or slot.conn.closed or slot.conn.broken:
+            slot.conn = connect(f"hindsight_lab writer pid {os.getpid()} on {socket.gethostname()}"[:63])
+            slot.conn.autocommit = True
+        try:
+            slot.conn.execute("SELECT set_config('lock_timeout', %s, false)", (f"{int(timeout_s * 1000)}ms",))
+            slot.conn.execute("SELECT pg_advisory_lock(%s)", (key,))
+            return
+        except psycopg.errors.LockNotAvailable:
+            who = _holder(slot.conn, key)
+            raise StoreError(f"namespace {namespace!r} of store {public}: the write lock was held by {who} for "
+                             f"over {timeout_s:g} s") from None
+        except psycopg.OperationalError:
+            if attempt:
+                raise
+            slot.conn = None  # the database restarted: a new session (the old one's locks are gone)
+
+
+def _give_back(slot: _Slot, namespace: str) -> None:
+    try:
+        slot.conn.execute("SELECT pg_advisory_unlock(%s)", (advisory_key("writer", schema_name(namespace)),))
+    except Exception:  # noqa: BLE001 (a dead session has given its locks back already)
+        slot.conn = None

@@ -6,6 +6,7 @@ filters by namespace):
 * ``schema_version``: one row per applied migration (``version``, ``description``, ``applied_at``);
 * ``buckets``: per bucket the embedding model that built it and the dimension of its vectors (NULL until the first
   vector arrives);
+* ``clock`` and ``changes``: the change log every process's recall index is refreshed from (:mod:`.pgchanges`);
 * one table per bucket (``episodes``, ``candidates``, ``rules``, ``archive``), each with its own HNSW index
   (``vector_cosine_ops``): like Chroma's collection per bucket (DESIGN §1), a bucket's search filters nothing, so
   pgvector returns its ``k`` nearest without iterative scans or partial indexes. A record is ``id``, ``document``
@@ -30,6 +31,7 @@ from typing import Any
 
 from ..errors import StoreError
 from ..types import Bucket
+from . import pgchanges
 
 __all__ = ["MIGRATIONS", "Migration", "TABLES", "advisory_key", "bind_dimension", "create_index", "ensure_pgvector",
            "migrate", "schema_name", "schema_version", "unbind_dimension"]
@@ -60,6 +62,11 @@ MIGRATIONS: tuple[Migration, ...] = (
         "updated_at timestamptz NOT NULL DEFAULT now())",
         *(_bucket_table(t) for t in TABLES.values()),
     )),
+    Migration(2, "the change log (clock, changes) that keeps every process's recall index in step",
+              (*pgchanges.MIGRATION_STATEMENTS,
+               # a namespace of version 1 already holds records: each is logged once, as a change before any other
+               *(f"INSERT INTO {{schema}}.changes (id, seq, bucket) SELECT id, 0, '{b}' FROM {{schema}}.{t}"
+                 for b, t in TABLES.items()))),
 )
 
 

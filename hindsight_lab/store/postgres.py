@@ -10,6 +10,10 @@ store between them unchanged. Each bucket records its embedding model; opening a
 raises :class:`~hindsight_lab.errors.EmbeddingModelMismatch`, and ``rebuild`` replaces a bucket in one transaction
 (a failure leaves the old one as it was).
 
+Several processes may write one namespace: every change is logged in its transaction (:mod:`.pgchanges`), from
+which each process's memory refreshes its recall index before it searches or writes (``changes_since``), and
+logical writes (a dedup check and what it decides) take the namespace's write lock (``exclusive``, :mod:`.pglock`).
+
 psycopg, pgvector and pgserver are imported when a store connects, never with the package.
 
 Examples:
@@ -20,12 +24,14 @@ Examples:
 from __future__ import annotations
 
 import logging
+from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any, Iterator, Sequence
 
 import numpy as np
 
 from ..errors import EmbeddingModelMismatch, StoreError
 from ..types import BUCKETS, Bucket, MemoryRecord
+from . import pgchanges
 from .codec import from_row, to_metadata
 from .pgconn import Pool, acquire_pool, release_pool
 from .pgschema import TABLES, bind_dimension, create_index, migrate, schema_name, schema_version, \
@@ -90,17 +96,7 @@ class PostgresStore:
     def open(self, embedding_model: str, *, verify: bool = True) -> None:
         pool = self._connect()
         pool.run("open", lambda conn: migrate(conn, self.namespace))
-        locked = not self.read_only and not getattr(self, "writer_", False)
-        if locked:
-            pool.lock_writer(self.namespace)  # one writer per namespace (.pglock), until recall is in the database
-            self.writer_ = True
-        try:
-            self.dims_ = pool.run("open", lambda conn: self._open_buckets(conn, embedding_model, verify))
-        except BaseException:
-            if locked:  # a store that did not open holds nothing
-                pool.unlock_writer(self.namespace)
-                self.writer_ = False
-            raise
+        self.dims_ = pool.run("open", lambda conn: self._open_buckets(conn, embedding_model, verify))
         self.embedding_model_ = embedding_model
 
     def _open_buckets(self, conn: Any, embedding_model: str, verify: bool) -> dict[Bucket, int | None]:
@@ -145,11 +141,30 @@ class PostgresStore:
             del self.dims_
         pool = getattr(self, "pool_", None)
         if pool is not None:
-            if getattr(self, "writer_", False):
-                pool.unlock_writer(self.namespace)
-                self.writer_ = False
             self.pool_ = None
             release_pool(pool)
+
+    # ------------------------------------------------------------------ several processes (.pgchanges, .pglock)
+    def change_seq(self) -> int:
+        """The namespace's change counter: every change numbered up to it is visible now."""
+        pool, _ = self._ready(Bucket.EPISODE)
+        return pool.run("changes", lambda conn: pgchanges.seen(conn, self._sql))
+
+    def changes_since(self, after: int) -> tuple[int, list[tuple[str, Bucket | None]]]:
+        """The change counter, and every record changed since ``after`` (by any process) with the bucket it is in
+        now (None: deleted)."""
+        pool, _ = self._ready(Bucket.EPISODE)
+        return pool.run("changes", lambda conn: pgchanges.read(conn, self._sql, after))
+
+    @contextmanager
+    def exclusive(self) -> Iterator[None]:
+        """One logical write at a time in this namespace, across every process (:mod:`.pglock`)."""
+        pool, _ = self._ready(Bucket.EPISODE)
+        if self.read_only:
+            yield
+            return
+        with pool.exclusive(self.namespace):
+            yield
 
     def _sql(self, template: str, bucket: Bucket | str | None = None) -> Any:
         from psycopg import sql
@@ -187,8 +202,10 @@ class PostgresStore:
                 bind_dimension(conn, self.schema, bucket, dim)
                 _write(conn, self._sql("{table}", bucket), rows, upsert=False)
                 create_index(conn, self.schema, bucket, m=self.max_neighbors, ef_construction=self.ef_construction)
+                pgchanges.log(conn, self._sql, [r[0] for r in rows], bucket)
                 return dim
         _write(conn, self._sql("{table}", bucket), rows, upsert=True)
+        pgchanges.log(conn, self._sql, [r[0] for r in rows], bucket)
         return dim
 
     def update(self, bucket: Bucket | str, records: Sequence[MemoryRecord]) -> None:
@@ -198,7 +215,12 @@ class PostgresStore:
         self._writable("update")
         params = [(r.content, _jsonb(to_metadata(r)), r.id) for r in records]
         statement = self._sql("UPDATE {table} SET document = %s, meta = %s WHERE id = %s", bucket)
-        pool.run("update", lambda conn: conn.cursor().executemany(statement, params))
+
+        def work(conn: Any) -> None:
+            conn.cursor().executemany(statement, params)
+            pgchanges.log(conn, self._sql, [r.id for r in records], bucket)
+
+        pool.run("update", work)
 
     def delete(self, bucket: Bucket | str, ids: Sequence[str]) -> None:
         pool, bucket = self._ready(bucket)
@@ -206,7 +228,12 @@ class PostgresStore:
             return
         self._writable("delete")
         statement = self._sql("DELETE FROM {table} WHERE id = ANY(%s)", bucket)
-        pool.run("delete", lambda conn: conn.execute(statement, (list(ids),)))
+
+        def work(conn: Any) -> None:
+            conn.execute(statement, (list(ids),))
+            pgchanges.log_delete(conn, self._sql, ids, bucket)
+
+        pool.run("delete", work)
 
     def rebuild(self, bucket: Bucket | str, records: Sequence[MemoryRecord], embeddings: np.ndarray,
                 embedding_model: str) -> None:
@@ -219,11 +246,14 @@ class PostgresStore:
         def work(conn: Any) -> int | None:
             conn.execute("SET LOCAL statement_timeout = 0")
             conn.execute(self._sql("SELECT dim FROM {schema}.buckets WHERE bucket = %s FOR UPDATE"), (str(bucket),))
+            old = [i for (i,) in conn.execute(self._sql("SELECT id FROM {table}", bucket)).fetchall()]
             unbind_dimension(conn, self.schema, bucket)
+            pgchanges.log_delete(conn, self._sql, old, bucket)
             if emb is not None:
                 bind_dimension(conn, self.schema, bucket, emb.shape[1])
                 _write(conn, self._sql("{table}", bucket), rows, upsert=False)
                 create_index(conn, self.schema, bucket, m=self.max_neighbors, ef_construction=self.ef_construction)
+                pgchanges.log(conn, self._sql, [r[0] for r in rows], bucket)
             conn.execute(self._sql("UPDATE {schema}.buckets SET embedding_model = %s, updated_at = now() "
                                    "WHERE bucket = %s"), (embedding_model, str(bucket)))
             return emb.shape[1] if emb is not None else None

@@ -11,13 +11,18 @@ A ``hindsight-lab serve --transport http`` runs in a child process (on a tempora
 - ``reflect`` (15 %): a finished episode that failed on an outside error (a 503), so it is stored as exactly one
   L2 episode record and no reflection is asked for (the reflection path itself is covered by the tool tests).
 
-Then the server is stopped (the store is flushed and closed) and the store is opened here: every record id the
+With ``--servers N`` (a store several processes may write: Postgres), N server processes serve the same store and
+client ``k`` talks to server ``k mod N``; after each acknowledged write the client searches for it through the
+next server (a probe, timed apart and not counted in the throughput): the write must be found there at once.
+
+Then the servers are stopped (the store is flushed and closed) and the store is opened here: every record id a
 server acknowledged must be in it, and the namespaces must hold exactly the acknowledged records. Reported
 (:func:`run_mcp_bench`, rendered by :func:`format_mcp_table`): errors, lost writes (expected vs stored records),
-latency p50/p95 per operation, throughput.
+writes found through another server, latency p50/p95 per operation, throughput.
 
 Examples:
     hindsight-lab bench --mcp --clients 8 --ops 200
+    hindsight-lab bench --mcp --store postgresql+embedded:///tmp/bench-pg --servers 2
     hindsight-lab bench --mcp --config experiments/configs/default.yaml --set embedder.model=hashing-256
 """
 
@@ -61,6 +66,7 @@ class _Client:
         self.rng = random.Random(f"mcp-bench/{seed}/{k}")
         self.written: list[tuple[str, str]] = []  # (id, content) of this client's acknowledged rules
         self.rows: list[dict[str, Any]] = []
+        self.probes: list[dict[str, Any]] = []  # a write searched for through another server
 
     def _text(self, n: int) -> str:
         return " ".join(self.rng.sample(self.words, n))
@@ -91,10 +97,14 @@ class _Client:
                    "outcome": "failure", "failure_cause": "external"}
         return kind, {"episode": episode, **ns}
 
-    async def run(self, url: str, token: str | None) -> None:
+    async def run(self, url: str, token: str | None, other: str | None = None) -> None:
+        from contextlib import AsyncExitStack
+
         from ..server.process import http_client
 
-        async with http_client(url, token) as client:
+        async with AsyncExitStack() as stack:
+            client = await stack.enter_async_context(http_client(url, token))
+            probe = await stack.enter_async_context(http_client(other, token)) if other else None
             for i in range(self.ops):
                 kind, args = self._next(i)
                 row: dict[str, Any] = {"client": self.k, "op": kind, "namespace": self.namespace, "error": None,
@@ -115,14 +125,29 @@ class _Client:
                         row["id"], row["action"] = (result.structured_content or {})["episode_record"]["id"], "episode"
                 row["ms"] = (time.perf_counter() - t0) * 1000
                 self.rows.append(row)
+                if probe is not None and kind == "write" and row["id"]:
+                    await self._probe(probe, row["id"], args["content"])
+
+    async def _probe(self, client: Any, record_id: str, content: str) -> None:
+        """Search for a just-acknowledged write through another server."""
+        t0 = time.perf_counter()
+        try:
+            result = await client.call_tool(self.tools["search"], {"query": content, "top_k": 5,
+                                                                   "namespace": self.namespace})
+            hits = (result.structured_content or {}).get("hits", []) if not result.is_error else []
+            found = any((h.get("record") or {}).get("id") == record_id for h in hits)
+        except Exception:  # noqa: BLE001 (counted as not found)
+            found = False
+        self.probes.append({"found": found, "ms": (time.perf_counter() - t0) * 1000})
 
 
-async def _run_clients(url: str, clients: list[_Client], token: str | None) -> None:
+async def _run_clients(urls: list[str], clients: list[_Client], token: str | None) -> None:
     import anyio
 
     async with anyio.create_task_group() as tg:
         for c in clients:
-            tg.start_soon(c.run, url, token)
+            other = urls[(c.k + 1) % len(urls)] if len(urls) > 1 else None
+            tg.start_soon(c.run, urls[c.k % len(urls)], token, other)
 
 
 def _stored_ids(cfg: LabConfig, namespaces: list[str]) -> dict[str, set[str]]:
@@ -161,17 +186,23 @@ def _latency(ms: list[float]) -> dict[str, float]:
 
 
 def run_mcp_bench(config: LabConfig, settings: ServerConfig | None = None, *, clients: int = 8, ops: int = 200,
-                  store: str | None = None, seed: int = 0, token: str | None = None) -> dict[str, Any]:
-    """Start a server (``config``, and ``settings`` as its ``server:`` section), run the clients, stop it, check the
-    store; the figures as a dict."""
+                  store: str | None = None, seed: int = 0, token: str | None = None, servers: int = 1
+                  ) -> dict[str, Any]:
+    """Start ``servers`` server processes on one store (``config``, and ``settings`` as their ``server:`` section),
+    run the clients, stop them, check the store; the figures as a dict."""
     import anyio
 
     from ..server.app import tool_names
     from ..server.config import served_yaml
     from ..server.process import ServeProcess
 
-    if clients < 1 or ops < 1:
-        raise ConfigError(f"--clients and --ops must be at least 1 (got {clients} and {ops})")
+    from ..store import is_postgres_url
+
+    if clients < 1 or ops < 1 or servers < 1:
+        raise ConfigError(f"--clients, --ops and --servers must be at least 1 (got {clients}, {ops}, {servers})")
+    if servers > 1 and not is_postgres_url(store):
+        raise ConfigError(f"--servers {servers}: several server processes need a store several processes may "
+                          "write; give --store postgresql://… or postgresql+embedded://…")
     run_id = uuid.uuid4().hex[:8]
     namespaces = [f"bench-{run_id}-{i}" for i in range(N_NAMESPACES)]
     words = vocabulary()
@@ -184,17 +215,22 @@ def run_mcp_bench(config: LabConfig, settings: ServerConfig | None = None, *, cl
         cfg_path = Path(tmp) / "config.yaml"
         served_yaml(cfg, settings, cfg_path)
         runners = [_Client(k, ops, seed, namespaces[k % N_NAMESPACES], words, tools, run_id) for k in range(clients)]
-        srv = ServeProcess(cfg_path, where, token=token, log=Path(tmp) / "server.log").start()
+        procs: list[ServeProcess] = []
         try:
+            for i in range(servers):
+                procs.append(ServeProcess(cfg_path, where, token=token, log=Path(tmp) / f"server-{i}.log").start())
             t0 = time.perf_counter()
-            anyio.run(_run_clients, srv.url, runners, token)
+            anyio.run(_run_clients, [p.url for p in procs], runners, token)
             wall = time.perf_counter() - t0
         finally:
-            code = srv.stop()
-        if code not in (0, None):
-            logger.warning("the server exited with code %s; its log ends with:\n%s", code, srv.log_tail())
+            codes = [p.stop() for p in procs]
+        for p, c in zip(procs, codes):
+            if c not in (0, None):
+                logger.warning("a server exited with code %s; its log ends with:\n%s", c, p.log_tail())
+        code = next((c for c in codes if c not in (0, None)), codes[0] if codes else None)
         stored = _stored_ids(cfg, namespaces)
     rows = [r for c in runners for r in c.rows]
+    probes = [p for c in runners for p in c.probes]
     acked = {(r["namespace"], r["id"]) for r in rows if r["id"]}
     lost = lost_writes(acked, stored)
     errors = [r for r in rows if r["error"]]
@@ -206,7 +242,9 @@ def run_mcp_bench(config: LabConfig, settings: ServerConfig | None = None, *, cl
         "merged": sum(r["action"] in ("merged", "confirmed") for r in rows),
         "episodes_acked": sum(r["op"] == "reflect" and r["id"] is not None for r in rows),
         "expected_records": len(acked), "stored_records": sum(len(v) for v in stored.values()),
-        "lost_writes": len(lost), "lost_samples": lost[:5], "server_exit_code": code,
+        "lost_writes": len(lost), "lost_samples": lost[:5], "server_exit_code": code, "servers": servers,
+        "probes": len(probes), "found_elsewhere": sum(p["found"] for p in probes),
+        "probe_ms": _latency([p["ms"] for p in probes]),
         "latency_ms": {"all": _latency([r["ms"] for r in rows]),
                        **{op: _latency([r["ms"] for r in rows if r["op"] == op]) for op in MIX}},
         "model": cfg.embedder.model, "store": _kind(cfg.store.url),
@@ -216,10 +254,14 @@ def run_mcp_bench(config: LabConfig, settings: ServerConfig | None = None, *, cl
 
 def format_mcp_table(out: dict[str, Any]) -> str:
     """The figures of :func:`run_mcp_bench` as the text ``bench --mcp`` prints."""
-    lines = [f"MCP bench: {out['clients']} clients x {out['ops_per_client']} operations over streamable HTTP "
+    lines = [f"MCP bench: {out['clients']} clients x {out['ops_per_client']} operations over streamable HTTP, "
+             f"{out.get('servers', 1)} server process(es) "
              f"(model {out['model']}, {out['store']} store, namespaces {', '.join(out['namespaces'])})",
              f"operations {out['operations']} in {out['wall_s']:.1f} s ({out['throughput_ops_s']:.1f} ops/s)",
              f"errors {out['errors']}",
+             *([f"servers {out['servers']}: writes found by a search through another server at once "
+                f"{out['found_elsewhere']} of {out['probes']} (probe p50 {out['probe_ms']['p50']:.1f} ms)"]
+               if out.get("servers", 1) > 1 else []),
              f"lost writes {out['lost_writes']} (expected records {out['expected_records']}: "
              f"{out['writes_acked']} rules written, {out['merged']} merged, {out['episodes_acked']} episodes; "
              f"stored records {out['stored_records']})",

@@ -35,6 +35,9 @@ def _mcp_arguments(parser: argparse.ArgumentParser) -> None:
     group.add_argument("--mcp", action="store_true", help="benchmark a memory server over streamable HTTP instead")
     group.add_argument("--clients", type=int, default=8, help="concurrent MCP clients (default 8)")
     group.add_argument("--ops", type=int, default=200, help="operations per client (default 200)")
+    group.add_argument("--servers", type=int, default=1,
+                       help="server processes on the one store, clients spread over them; a write is then also "
+                            "searched for through the next server (default 1; more need a Postgres --store)")
     add_config(group, "LabConfig YAML the server loads, with an optional server: section (default: the defaults)")
     add_store(group, "store folder or Chroma server URL (default: a temporary folder)")
     group.add_argument("--seed", type=int, default=0, help="seed of the operation mix and texts")
@@ -92,7 +95,7 @@ def _mcp(args: argparse.Namespace) -> int:
 
     cfg, settings = load_served(args.config, set_overrides(args))
     out = run_mcp_bench(cfg, settings, clients=args.clients, ops=args.ops, store=args.store, seed=args.seed,
-                        token=read_token(settings.token_env))
+                        token=read_token(settings.token_env), servers=args.servers)
     path = _write_json(out, args.out, "mcp")
     print(format_mcp_table(out))
     print(f"\nwritten to {path}")

@@ -264,13 +264,12 @@ def build_systems(names: Sequence[str], *, config: LabConfig, embedder: Any, top
     ``configs`` (several hindsight configs side by side); each hindsight system gets its own store under ``root``.
     With ``capture``, hindsight systems keep every recall's candidates (:attr:`Hindsight.captured`).
     ``baseline_key`` is the text ``dense`` and ``bm25`` index (an ``episode.key`` value; default
-    :data:`BASELINE_KEY`).
+    :data:`BASELINE_KEY`). A hindsight system's store is an embedded Chroma folder under ``root``, or, when the
+    config's ``store.url`` is a Postgres URL, a fresh namespace of that database.
     """
-    import uuid
 
     from ..embed import TokenCounter
     from ..memory import MemorySystem
-    from ..store.chroma import ChromaStore
 
     counter = TokenCounter.for_embedder(embedder)
     shared = dict(top_k=top_k, budget=token_budget, count=counter.count,
@@ -286,11 +285,23 @@ def build_systems(names: Sequence[str], *, config: LabConfig, embedder: Any, top
         elif name == "hindsight" or (configs and name in configs):
             cfg = replay_config((configs or {}).get(name, config), top_k=top_k, token_budget=token_budget,
                                 retrieval_effects=retrieval_effects)
-            store = ChromaStore(namespace=f"{name[:20]}-{uuid.uuid4().hex[:8]}",
-                                path=f"{root}/{name}-{uuid.uuid4().hex[:8]}")
-            mem = MemorySystem(cfg, store=store, embedder=embedder, ids=SeededIds(name)).open()
+            mem = MemorySystem(cfg, store=_fresh_store(cfg, name, root), embedder=embedder,
+                               ids=SeededIds(name)).open()
             out.append(Hindsight(mem, name=name, top_k=top_k, capture=capture))
         else:
             known = list(BASELINES) + ["hindsight"] + sorted(configs or {})
             raise ValueError(f"unknown system {name!r}; expected one of {known}")
     return out
+
+
+def _fresh_store(cfg: LabConfig, name: str, root: str) -> Any:
+    """A new, empty store for one hindsight system of a replay."""
+    import uuid
+
+    from ..store import is_postgres_url, store_for
+    from ..store.chroma import ChromaStore
+
+    tag = f"{name[:20]}-{uuid.uuid4().hex[:8]}"
+    if is_postgres_url(cfg.store.url):
+        return store_for(cfg.store.model_copy(update={"namespace": "replay-" + tag.replace("+", "-")}))
+    return ChromaStore(namespace=tag, path=f"{root}/{tag}")

@@ -38,3 +38,28 @@ def test_a_missing_record_counts_as_a_lost_write() -> None:
     assert lost_writes(acked, {"ns-a": {"rule-1", "rule-2"}, "ns-b": {"epis-1", "epis-9"}}) == []
     assert lost_writes(acked, {"ns-a": {"rule-1"}, "ns-b": {"epis-1"}}) == ["ns-a/rule-2"]
     assert lost_writes(acked, {"ns-a": {"rule-1", "rule-2"}, "ns-b": set()}) == ["ns-b/epis-1"]
+
+
+@pytest.mark.postgres
+@pytest.mark.slow  # two servers start (a few seconds each), then 4 x 40 operations and their probes
+def test_two_server_processes_on_one_postgres_lose_nothing_and_see_each_others_writes(postgres_url, tmp_path,
+                                                                                      capsys) -> None:
+    out = tmp_path / "mcp.json"
+    assert main(["bench", "--mcp", "--clients", "4", "--ops", "40", "--servers", "2", "--store", postgres_url,
+                 "--set", "embedder.model=hashing-256", "--out", str(out)]) == 0
+    figures = json.loads(out.read_text())
+    assert figures["servers"] == 2 and figures["store"] == "postgres" and figures["operations"] == 160
+    assert figures["errors"] == 0, figures["error_samples"]
+    assert figures["lost_writes"] == 0 and figures["stored_records"] == figures["expected_records"]
+    # every write acknowledged by one server is found by a search through the other right after
+    assert figures["probes"] == figures["writes_acked"] > 0 and figures["found_elsewhere"] == figures["probes"]
+    assert "found by a search through another server at once" in capsys.readouterr().out
+
+
+def test_several_servers_need_a_store_several_processes_may_write(tmp_path) -> None:
+    from hindsight_lab import LabConfig
+    from hindsight_lab.bench.mcp import run_mcp_bench
+    from hindsight_lab.errors import ConfigError
+
+    with pytest.raises(ConfigError, match="--servers 2: several server processes need .*postgresql"):
+        run_mcp_bench(LabConfig(), servers=2, store=str(tmp_path / "folder"))

@@ -171,3 +171,26 @@ def test_a_killed_holder_gives_the_lock_back(postgres_url):
     mem = _mem(postgres_url, namespace, **{"store.timeout_s": 10.0})
     assert mem.write("Written after the holder died.", confidence=0.8).action == "created"
     mem.close()
+
+
+def test_a_replay_on_postgres_scores_as_on_chroma(postgres_url, minilm):
+    # issue 20's acceptance: the keyword, task-type and trigger paths served from the refreshed in-process indexes,
+    # and exact search on a small store, give the Chroma replay's figures exactly (timings aside)
+    from hindsight_lab.datasets.registry import resolve
+    from hindsight_lab.replay.runner import run_replay
+
+    sample = resolve("tau-bench-airline-sample")
+    runs = {name: run_replay(sample, systems=["dense", "bm25", "hindsight"], embedder=minilm, config=cfg).metrics
+            for name, cfg in (("chroma", LabConfig()),
+                              ("postgres", LabConfig().with_params({"store.url": postgres_url})))}
+
+    def scores(m: dict) -> dict:  # every figure but the timings
+        def strip(x):
+            if isinstance(x, dict):
+                return {k: strip(v) for k, v in x.items() if "latency" not in k}
+            return [strip(v) for v in x] if isinstance(x, list) else x
+        return strip({k: m[k] for k in ("systems", "modes", "intervals", "tests", "lift")})
+
+    assert runs["postgres"]["judging"] == runs["chroma"]["judging"]
+    assert scores(runs["postgres"]) == scores(runs["chroma"])
+    assert runs["postgres"]["systems"]["hindsight"]["ndcg@5"] > 0

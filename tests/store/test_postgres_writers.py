@@ -66,6 +66,14 @@ def _worker(url: str, namespace: str, mode: str, tag: str) -> subprocess.Popen:
     return proc
 
 
+def _holding(url: str, namespace: str) -> subprocess.Popen:
+    """Another process, holding the namespace's write lock until it reads a line."""
+    holder = _worker(url, namespace, "hold", "h")
+    holder.stdin.write(f"{time.time()}\n"), holder.stdin.flush()
+    assert holder.stdout.readline().strip() == "holding"
+    return holder
+
+
 def _mem(url: str, namespace: str, **params) -> MemorySystem:
     cfg = LabConfig().with_params({"store.url": url, "store.namespace": namespace, **params})
     return MemorySystem(cfg, embedder=HashingEmbedder(dim=256)).open()
@@ -144,9 +152,7 @@ def test_concurrent_duplicates_through_two_processes_end_in_one_record(postgres_
 
 def test_a_write_waits_for_the_lock_and_names_its_holder_when_it_times_out(postgres_url):
     namespace = _ns()
-    holder = _worker(postgres_url, namespace, "hold", "h")
-    holder.stdin.write(f"{time.time()}\n"), holder.stdin.flush()
-    assert holder.stdout.readline().strip() == "holding"
+    holder = _holding(postgres_url, namespace)
     mem = _mem(postgres_url, namespace, **{"store.timeout_s": 1.0})
     try:
         t0 = time.monotonic()
@@ -164,9 +170,7 @@ def test_a_write_waits_for_the_lock_and_names_its_holder_when_it_times_out(postg
 
 def test_a_killed_holder_gives_the_lock_back(postgres_url):
     namespace = _ns()
-    holder = _worker(postgres_url, namespace, "hold", "h")
-    holder.stdin.write(f"{time.time()}\n"), holder.stdin.flush()
-    assert holder.stdout.readline().strip() == "holding"
+    holder = _holding(postgres_url, namespace)
     holder.kill(), holder.wait()
     mem = _mem(postgres_url, namespace, **{"store.timeout_s": 10.0})
     assert mem.write("Written after the holder died.", confidence=0.8).action == "created"

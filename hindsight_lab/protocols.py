@@ -31,6 +31,11 @@ class Store(Protocol):
 
     A bucket argument is a :class:`~hindsight_lab.types.Bucket` or its string value. Similarities are cosine:
     higher is better. Records keep the vectors they were stored with until ``upsert`` or ``rebuild`` replaces them.
+
+    A store that several processes may write also has ``change_seq() -> int``, ``changes_since(after) -> (seq,
+    [(id, bucket or None)])`` (what changed, by any process, since a counter value) and ``exclusive()`` (a context
+    manager: one logical write at a time across processes); the memory uses them where they exist
+    (:mod:`hindsight_lab.memory.changes`). Postgres has them; Chroma and the dict store (one writer) do not.
     """
 
     def open(self, embedding_model: str, *, verify: bool = True) -> None:

@@ -141,12 +141,12 @@ class _Client:
         self.probes.append({"found": found, "ms": (time.perf_counter() - t0) * 1000})
 
 
-async def _run_clients(urls: list[str], clients: list[_Client], token: str | None) -> None:
+async def _run_clients(urls: list[str], clients: list[_Client], token: str | None, probe: bool) -> None:
     import anyio
 
     async with anyio.create_task_group() as tg:
         for c in clients:
-            other = urls[(c.k + 1) % len(urls)] if len(urls) > 1 else None
+            other = urls[(c.k + 1) % len(urls)] if len(urls) > 1 and probe else None
             tg.start_soon(c.run, urls[c.k % len(urls)], token, other)
 
 
@@ -186,10 +186,12 @@ def _latency(ms: list[float]) -> dict[str, float]:
 
 
 def run_mcp_bench(config: LabConfig, settings: ServerConfig | None = None, *, clients: int = 8, ops: int = 200,
-                  store: str | None = None, seed: int = 0, token: str | None = None, servers: int = 1
-                  ) -> dict[str, Any]:
+                  store: str | None = None, seed: int = 0, token: str | None = None, servers: int = 1,
+                  probe: bool = True) -> dict[str, Any]:
     """Start ``servers`` server processes on one store (``config``, and ``settings`` as their ``server:`` section),
-    run the clients, stop them, check the store; the figures as a dict."""
+    run the clients, stop them, check the store; the figures as a dict. ``probe``: with several servers, search for
+    each acknowledged write through the next server (the probes take part of the wall time the throughput is over:
+    turn them off to measure throughput alone)."""
     import anyio
 
     from ..server.app import tool_names
@@ -220,7 +222,7 @@ def run_mcp_bench(config: LabConfig, settings: ServerConfig | None = None, *, cl
             for i in range(servers):
                 procs.append(ServeProcess(cfg_path, where, token=token, log=Path(tmp) / f"server-{i}.log").start())
             t0 = time.perf_counter()
-            anyio.run(_run_clients, [p.url for p in procs], runners, token)
+            anyio.run(_run_clients, [p.url for p in procs], runners, token, probe)
             wall = time.perf_counter() - t0
         finally:
             codes = [p.stop() for p in procs]
@@ -261,7 +263,7 @@ def format_mcp_table(out: dict[str, Any]) -> str:
              f"errors {out['errors']}",
              *([f"servers {out['servers']}: writes found by a search through another server at once "
                 f"{out['found_elsewhere']} of {out['probes']} (probe p50 {out['probe_ms']['p50']:.1f} ms)"]
-               if out.get("servers", 1) > 1 else []),
+               if out.get("probes") else []),
              f"lost writes {out['lost_writes']} (expected records {out['expected_records']}: "
              f"{out['writes_acked']} rules written, {out['merged']} merged, {out['episodes_acked']} episodes; "
              f"stored records {out['stored_records']})",

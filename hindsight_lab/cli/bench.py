@@ -38,6 +38,9 @@ def _mcp_arguments(parser: argparse.ArgumentParser) -> None:
     group.add_argument("--servers", type=int, default=1,
                        help="server processes on the one store, clients spread over them; a write is then also "
                             "searched for through the next server (default 1; more need a Postgres --store)")
+    group.add_argument("--no-probe", dest="probe", action="store_false",
+                       help="with --servers N: do not search for each write through the next server (the probes "
+                            "share the wall time the throughput is measured over)")
     add_config(group, "LabConfig YAML the server loads, with an optional server: section (default: the defaults)")
     add_store(group, "store folder or Chroma server URL (default: a temporary folder)")
     group.add_argument("--seed", type=int, default=0, help="seed of the operation mix and texts")
@@ -95,7 +98,7 @@ def _mcp(args: argparse.Namespace) -> int:
 
     cfg, settings = load_served(args.config, set_overrides(args))
     out = run_mcp_bench(cfg, settings, clients=args.clients, ops=args.ops, store=args.store, seed=args.seed,
-                        token=read_token(settings.token_env), servers=args.servers)
+                        token=read_token(settings.token_env), servers=args.servers, probe=args.probe)
     path = _write_json(out, args.out, "mcp")
     print(format_mcp_table(out))
     print(f"\nwritten to {path}")

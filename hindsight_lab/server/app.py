@@ -147,7 +147,8 @@ def _search_tool(pool: MemoryPool, limits: Limits) -> Callable[..., SearchOut]:
             limits.short(task_type=task_type, domain=domain)
             limits.top_k(top_k)
             ns, res = pool.run(namespace, lambda mem: (
-                mem.config_.store.namespace, mem.search(query, task_type=task_type, domain=domain, top_k=top_k)))
+                mem.config_.store.namespace, mem.search(query, task_type=task_type, domain=domain, top_k=top_k)),
+                search=True)
             return search_out(ns, res)
 
     return memory_search

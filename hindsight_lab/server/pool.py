@@ -1,10 +1,12 @@
 """The server's memories: one :class:`~hindsight_lab.memory.MemorySystem` per namespace, all sharing one embedder
 and one guarded Chroma client, each namespace under its own lock.
 
-A ``MemorySystem`` keeps in-process indexes next to its store, so one process writes a store (DESIGN §1) and,
-inside that process, one call at a time touches a namespace: the MCP transports run tool calls in worker threads,
-and each namespace's lock serialises its calls (and the scheduled maintenance of it). Calls on other namespaces do
-not wait. A call waits at most ``server.lock_wait_s`` (:class:`~hindsight_lab.server.config.ServerConfig`) for its
+A ``MemorySystem`` keeps in-process indexes next to its store, and one call at a time touches a memory: the MCP
+transports run tool calls in worker threads, and each namespace's lock serialises its calls (and the scheduled
+maintenance of it). Calls on other namespaces do not wait. On a store that several processes may write (Postgres),
+searches do not wait behind writes either: each namespace has a second memory that serves only searches, under a
+lock of its own, and catches up with the writes (this process's and every other's) from the store's change log
+before each search (:mod:`hindsight_lab.memory.changes`). A call waits at most ``server.lock_wait_s`` (:class:`~hindsight_lab.server.config.ServerConfig`) for its
 namespace, then fails with :class:`~hindsight_lab.errors.Busy`; a stalled store fails each call within
 ``store.timeout_s`` (:mod:`hindsight_lab.store.guard`), so no client waits behind one stuck call for longer than
 those two bounds.
@@ -71,6 +73,8 @@ class MemoryPool:
         self._lock = threading.Lock()  # guards the two dicts below, never held during a call
         self._mems: dict[str, MemorySystem] = {}
         self._locks: dict[str, threading.Lock] = {}
+        self._readers: dict[str, tuple[threading.Lock, MemorySystem | None]] = {}
+        self._shared = postgres and not cfg.store.read_only  # a store with a change log: readers of their own
         self.run(cfg.store.namespace, lambda mem: None)
         return self
 
@@ -82,21 +86,40 @@ class MemoryPool:
         """The namespaces opened so far, in order."""
         return list(getattr(self, "_mems", {}))
 
-    def run(self, namespace: str | None, fn: Callable[["MemorySystem"], T]) -> T:
+    def run(self, namespace: str | None, fn: Callable[["MemorySystem"], T], *, search: bool = False) -> T:
         """``fn(memory of the namespace)`` under that namespace's lock; None is the default namespace (an empty name
-        is not a name: it is refused, not read as the default).
+        is not a name: it is refused, not read as the default). ``search``: ``fn`` only searches, so on a store with
+        a change log it runs on the namespace's search memory, beside its writes.
 
         Raises:
             Busy: the namespace stayed held for ``server.lock_wait_s``.
         """
         name = self.default_namespace if namespace is None else namespace
         lock = self._lock_of(name)
+        if search and self._shared:
+            return self._search(name, fn)
         wait = self.settings.lock_wait_s
         if not lock.acquire(timeout=wait):
             raise Busy(f"namespace {name!r} is busy: another call has held it for more than {wait:g} s "
                        "(server.lock_wait_s); try again")
         try:
             return fn(self._get(name))
+        finally:
+            lock.release()
+
+    def _search(self, name: str, fn: Callable[["MemorySystem"], T]) -> T:
+        with self._lock:
+            lock, mem = self._readers.setdefault(name, (threading.Lock(), None))
+        wait = self.settings.lock_wait_s
+        if not lock.acquire(timeout=wait):
+            raise Busy(f"namespace {name!r} is busy: searches have held it for more than {wait:g} s "
+                       "(server.lock_wait_s); try again")
+        try:
+            if mem is None:
+                mem = self._open(name)
+                with self._lock:
+                    self._readers[name] = (lock, mem)
+            return fn(mem)
         finally:
             lock.release()
 
@@ -124,16 +147,19 @@ class MemoryPool:
         mem = self._mems.get(namespace)
         if mem is not None:
             return mem
+        mem = self._open(namespace)
+        with self._lock:
+            self._mems[namespace] = mem
+        logger.info("opened namespace %r", namespace)
+        return mem
+
+    def _open(self, namespace: str) -> "MemorySystem":
         from ..memory import MemorySystem
         from ..store import store_for
 
         cfg = self.config.with_params({"store.namespace": namespace})
         store = store_for(cfg.store, client=self.client_, guard=self._connection.guard)
-        mem = MemorySystem(cfg, store=store, embedder=self.embedder_, clock=self.clock).open()
-        with self._lock:
-            self._mems[namespace] = mem
-        logger.info("opened namespace %r", namespace)
-        return mem
+        return MemorySystem(cfg, store=store, embedder=self.embedder_, clock=self.clock).open()
 
     def health(self) -> tuple[str, str | None]:
         """``("ok", None)``, or ``("degraded", why)`` when the store does not answer (a Chroma server's heartbeat
@@ -160,8 +186,13 @@ class MemoryPool:
 
     def maintain(self, now: datetime | None = None) -> dict[str, "MaintenanceReport"]:
         """``MemorySystem.maintain(now)`` on every open namespace, each under its own lock (a busy namespace is
-        waited for, like any call)."""
-        return {namespace: self.run(namespace, lambda mem: mem.maintain(now)) for namespace in self.namespaces()}
+        waited for, like any call), after its searches' bookkeeping is stored (decay reads when each memory was
+        last retrieved)."""
+        out = {}
+        for namespace in self.namespaces():
+            self.run(namespace, lambda mem: mem.flush(), search=True)
+            out[namespace] = self.run(namespace, lambda mem: mem.maintain(now))
+        return out
 
     def close(self) -> None:
         """Flush and close every namespace, and give back the store's writer lock."""
@@ -170,6 +201,11 @@ class MemoryPool:
         for namespace in self.namespaces():
             with self._locks[namespace]:
                 self._mems[namespace].close()
+        for lock, mem in list(self._readers.values()):
+            with lock:
+                if mem is not None:
+                    mem.close()
         with self._lock:
             self._mems.clear()
+            self._readers.clear()
         self._connection.release()

@@ -58,3 +58,44 @@ def test_a_held_namespace_makes_callers_busy_after_the_wait_and_others_go_on(tmp
         worker.join(10)
         pool.close()
     assert not worker.is_alive()
+
+
+@pytest.mark.postgres
+@pytest.mark.parametrize("backend", ["postgres", "embedded"])
+def test_on_postgres_a_search_does_not_wait_behind_a_write(backend, postgres_url, tmp_path: Path) -> None:
+    # issue 20, item 3: a namespace's searches run on a memory of their own, which catches up with the writes from
+    # the change log; on an embedded Chroma folder (one writer, no change log) they queue behind the write
+    import threading
+    import uuid
+
+    from hindsight_lab.errors import Busy
+
+    where = ({"store.url": postgres_url, "store.namespace": "s" + uuid.uuid4().hex[:10]} if backend == "postgres"
+             else {"store.path": str(tmp_path / "store")})
+    pool = MemoryPool(LabConfig().with_params(where), ServerConfig(lock_wait_s=0.5),
+                      embedder=HashingEmbedder(dim=64)).open()
+    written = pool.run(None, lambda mem: mem.write("Call verify_identity before issue_refund", confidence=0.8))
+    held, release = threading.Event(), threading.Event()
+
+    def long_write(mem):
+        mem.write("Call lookup_order before cancel_order", confidence=0.8)
+        held.set()
+        release.wait(10)
+
+    worker = threading.Thread(target=pool.run, args=(None, long_write))
+    worker.start()
+    try:
+        assert held.wait(10)
+        search = lambda mem: [h.id for h in mem.search("verify_identity before issue_refund").hits]  # noqa: E731
+        if backend == "postgres":
+            assert written.record.id in pool.run(None, search, search=True)  # while the write holds the namespace
+        else:
+            with pytest.raises(Busy):
+                pool.run(None, search, search=True)
+    finally:
+        release.set()
+        worker.join(10)
+    hits = pool.run(None, lambda mem: [h.record.content for h in mem.search("lookup_order cancel_order").hits],
+                    search=True)
+    assert "Call lookup_order before cancel_order" in hits  # the search memory caught up with the write
+    pool.close()

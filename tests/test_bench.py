@@ -88,3 +88,18 @@ def test_corpus_embeddings_are_cached_reused_for_prefixes_and_checked(tmp_path: 
     np.save(path, first[::-1].copy())
     fixed = corpus_embeddings(texts, emb, tmp_path)
     assert not isinstance(fixed, np.memmap) and np.array_equal(fixed, first)
+
+
+@pytest.mark.postgres
+def test_bench_measures_postgres_beside_chroma_in_one_run(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                                          postgres_url: str) -> None:
+    monkeypatch.setenv("HINDSIGHT_LAB_HOME", str(tmp_path / "home"))
+    out = tmp_path / "bench.json"
+    assert main(["bench", "--sizes", "200", "--queries", "10", "--write-n", "64", "--postgres", postgres_url,
+                 "--out", str(out)]) == 0
+    data = json.loads(out.read_text())
+    chroma, pg = data["search"]["200"], data["search"]["200/postgres"]
+    assert pg["recall_at_20"] > 0.9 and pg["search_ms"]["p95"] >= pg["search_ms"]["p50"] > 0 and pg["open_s"] > 0
+    assert math.isclose(pg["vs_chroma_p50"], pg["search_ms"]["p50"] / chroma["search_ms"]["p50"])
+    assert any(t["name"] == "search p50 / Chroma's @ 200/postgres" for t in data["targets"])
+    assert postgres_url not in out.read_text()  # no URL (socket folder) in the JSON

@@ -11,6 +11,11 @@ nothing), with the query cache off and distinct query texts that are not in the 
 - **write**: :meth:`MemorySystem.write_episodes` in batches, embedding included, against ``embed`` + ``add`` on a
   raw collection with the same HNSW settings.
 
+With ``postgres_url`` (``bench --postgres URL``), every size is also measured on a Postgres namespace of that
+database, in the same run: the same corpus filled through ``write_episodes``, searched by a fresh process, its raw
+baseline ``embed_query`` + the store's own pgvector query; reported under ``"<size>/postgres"``, with its search
+p50 against Chroma's and its open time (the in-process indexes rebuilt from the database).
+
 The corpus and its embedding cache are :mod:`hindsight_lab.bench.corpus`'s; a store is filled through
 ``write_episodes`` with an embedder that returns the cached vectors for corpus texts. :func:`run_bench` returns the
 figures, :func:`format_table` renders them; the command line prints and writes them.
@@ -49,18 +54,21 @@ TARGETS = {"search_ratio": 1.5, "growth": 1.3, "recall": 0.95, "write_ratio": 0.
 
 
 # --------------------------------------------------------------------------------------------------- measuring
-def _config(path: Path, model: str | None = None) -> Any:
-    """Default config on the store at ``path``, query cache off (``model``: the embedder it builds, if any).
+def _config(path: Path | str, model: str | None = None) -> Any:
+    """Default config on the store at ``path`` (a folder, or ``URL#namespace`` for Postgres), query cache off
+    (``model``: the embedder it builds, if any).
 
     Episodes are embedded by their instruction, the text the corpus matrix holds, so the exact search the recall is
     measured against and the store index the same vectors."""
     from ..config import LabConfig
 
-    params: dict[str, Any] = {"store.path": str(path), "embedder.query_cache_size": 0, "episode.key": "instruction"}
+    url, _, namespace = str(path).partition("#")
+    where = {"store.url": url, "store.namespace": namespace} if namespace else {"store.path": str(path)}
+    params: dict[str, Any] = {**where, "embedder.query_cache_size": 0, "episode.key": "instruction"}
     return LabConfig().with_params({**params, "embedder.model": model} if model else params)
 
 
-def fill_store(path: Path, corpus: Sequence[tuple[int, str]], matrix: np.ndarray, embedder: Any,
+def fill_store(path: Path | str, corpus: Sequence[tuple[int, str]], matrix: np.ndarray, embedder: Any,
                *, show_progress: bool = False) -> list[str]:
     """Write the corpus episodes through :meth:`MemorySystem.write_episodes`; returns their record ids in order."""
     from tqdm.auto import tqdm
@@ -96,13 +104,18 @@ def search_worker(spec: dict[str, Any]) -> dict[str, Any]:
 
     load_before = os.getloadavg()[0]
     t0 = time.perf_counter()
-    mem = MemorySystem(_config(Path(spec["store"]), spec["model"])).open()
+    mem = MemorySystem(_config(spec["store"], spec["model"])).open()
     open_s = time.perf_counter() - t0
-    col = mem.store.client.get_collection(mem.store.collection_name(Bucket.EPISODE), embedding_function=None)
+    if "#" in spec["store"]:  # Postgres: the store's own pgvector query
+        def raw(q: str) -> tuple[list[str], np.ndarray]:
+            v = mem.embedder.embed_query(q)
+            return [r.id for r, _, _ in mem.store.query(Bucket.EPISODE, v, TOP_N)], v
+    else:
+        col = mem.store.client.get_collection(mem.store.collection_name(Bucket.EPISODE), embedding_function=None)
 
-    def raw(q: str) -> tuple[list[str], np.ndarray]:
-        v = mem.embedder.embed_query(q)
-        return col.query(query_embeddings=[v], n_results=TOP_N)["ids"][0], v
+        def raw(q: str) -> tuple[list[str], np.ndarray]:
+            v = mem.embedder.embed_query(q)
+            return col.query(query_embeddings=[v], n_results=TOP_N)["ids"][0], v
 
     for q in spec["warmup"]:
         mem.search(q)
@@ -172,7 +185,8 @@ def measure_writes(path: Path, episodes: Sequence[Any], embedder: Any, *, batch:
 
 
 def run_bench(sizes: Sequence[int], *, queries: int = 200, write_n: int = 2000, model: str = "all-MiniLM-L6-v2",
-              cache_dir: Path | None = None, show_progress: bool = False) -> dict[str, Any]:
+              cache_dir: Path | None = None, show_progress: bool = False, postgres_url: str | None = None
+              ) -> dict[str, Any]:
     """Run every measurement and return the JSON-ready result (figures, targets, machine; no paths)."""
     from ..embed import make_embedder
     from ..trace import Episode
@@ -191,20 +205,16 @@ def run_bench(sizes: Sequence[int], *, queries: int = 200, write_n: int = 2000, 
                            "queries": queries, "top_n": TOP_N, "query_cache": "off", "search": {}}
     with tempfile.TemporaryDirectory(prefix="hindsight-bench-") as tmp:
         for n in sizes:
-            store = Path(tmp) / f"store-{n}"
-            t0 = time.perf_counter()
-            ids = fill_store(store, corpus[:n], matrix[:n], embedder, show_progress=show_progress)
-            fill_s = time.perf_counter() - t0
-            spec, result = Path(tmp) / "spec.json", Path(tmp) / "result.json"
-            spec.write_text(json.dumps({"store": str(store), "model": model, "warmup": qs[:WARMUP],
-                                        "queries": qs[WARMUP:], "out": str(result)}))
-            logger.info("searching the %d-episode store in a fresh process", n)
-            subprocess.run([sys.executable, "-m", "hindsight_lab.bench", "--worker", str(spec)], check=True)
-            res = json.loads(result.read_text())
-            res["recall_at_20"] = recall_at(res.pop("raw_ids"), np.asarray(res.pop("query_vectors")), matrix[:n], ids)
-            res["ratio_p50"] = res["search_ms"]["p50"] / res["raw_ms"]["p50"]
-            out["search"][str(n)] = {"fill_s": fill_s, **res}
-            shutil.rmtree(store, ignore_errors=True)
+            stores = [(str(n), str(Path(tmp) / f"store-{n}"))]
+            if postgres_url:
+                stores.append((f"{n}/postgres", f"{postgres_url}#bench-{n}-{os.getpid()}-{int(time.time())}"))
+            for key, store in stores:
+                out["search"][key] = _measure(store, n, corpus, matrix, embedder, qs, model, Path(tmp),
+                                              show_progress)
+                shutil.rmtree(store, ignore_errors=True) if "#" not in store else _drop(store)
+            if postgres_url:
+                pg = out["search"][f"{n}/postgres"]
+                pg["vs_chroma_p50"] = pg["search_ms"]["p50"] / out["search"][str(n)]["search_ms"]["p50"]
         if len(sizes) > 1:
             first, last = out["search"][str(sizes[0])], out["search"][str(sizes[-1])]
             out["growth_p50"] = last["search_ms"]["p50"] / first["search_ms"]["p50"]
@@ -219,6 +229,37 @@ def run_bench(sizes: Sequence[int], *, queries: int = 200, write_n: int = 2000, 
     return out
 
 
+def _measure(store: str, n: int, corpus: Sequence[tuple[int, str]], matrix: np.ndarray, embedder: Any,
+             qs: Sequence[str], model: str, tmp: Path, show_progress: bool) -> dict[str, Any]:
+    """Fill one store with the first ``n`` corpus episodes and search it from a fresh process."""
+    t0 = time.perf_counter()
+    ids = fill_store(store, corpus[:n], matrix[:n], embedder, show_progress=show_progress)
+    fill_s = time.perf_counter() - t0
+    spec, result = tmp / "spec.json", tmp / "result.json"
+    spec.write_text(json.dumps({"store": store, "model": model, "warmup": list(qs[:WARMUP]),
+                                "queries": list(qs[WARMUP:]), "out": str(result)}))
+    logger.info("searching the %d-episode store in a fresh process", n)
+    subprocess.run([sys.executable, "-m", "hindsight_lab.bench", "--worker", str(spec)], check=True)
+    res = json.loads(result.read_text())
+    res["recall_at_20"] = recall_at(res.pop("raw_ids"), np.asarray(res.pop("query_vectors")), matrix[:n], ids)
+    res["ratio_p50"] = res["search_ms"]["p50"] / res["raw_ms"]["p50"]
+    return {"fill_s": fill_s, **res}
+
+
+def _drop(store: str) -> None:
+    """Drop a Postgres namespace the bench made (``URL#namespace``)."""
+    import psycopg
+
+    from ..store.pgconn import embedded_folder
+    from ..store.pgschema import schema_name
+
+    url, _, namespace = store.partition("#")
+    if embedded_folder(url) is not None:
+        return  # an embedded folder is the caller's to remove
+    with psycopg.connect(url, autocommit=True) as conn:
+        conn.execute(f'DROP SCHEMA IF EXISTS "{schema_name(namespace)}" CASCADE')
+
+
 def targets(out: dict[str, Any]) -> list[dict[str, Any]]:
     """The acceptance targets, each with its value, limit and pass/miss."""
     rows = []
@@ -226,6 +267,8 @@ def targets(out: dict[str, Any]) -> list[dict[str, Any]]:
         rows += [(f"search p50 / raw p50 @ {n}", r["ratio_p50"], "<=", TARGETS["search_ratio"]),
                  (f"recall@{TOP_N} @ {n}", r["recall_at_20"], ">=", TARGETS["recall"]),
                  (f"peak RSS MB @ {n}", r["peak_rss_mb"], "<=", TARGETS["peak_rss_mb"])]
+        if "vs_chroma_p50" in r:
+            rows.append((f"search p50 / Chroma's @ {n}", r["vs_chroma_p50"], "<=", TARGETS["search_ratio"]))
     if "growth_p50" in out:
         rows.append((f"search p50 growth {out['sizes'][0]}->{out['sizes'][-1]}", out["growth_p50"], "<=",
                      TARGETS["growth"]))
@@ -250,14 +293,16 @@ def format_table(out: dict[str, Any]) -> str:
     """A readable table of the figures and targets."""
     lines = [f"hindsight-lab bench — {out['model']}, {out['queries']} distinct queries, query cache off, "
              f"{out['machine']['cpu_count']} CPUs", "",
-             f"{'size':>8} {'search p50':>11} {'p95':>8} {'raw p50':>9} {'p95':>8} {'ratio':>6} {'recall@20':>10}"
+             f"{'size':>14} {'search p50':>11} {'p95':>8} {'raw p50':>9} {'p95':>8} {'ratio':>6} {'recall@20':>10}"
              f" {'peak RSS':>9} {'RSS after':>10} {'open s':>7} {'fill s':>7} {'load 1m':>9}"]
     for n, r in out["search"].items():
         s, w = r["search_ms"], r["raw_ms"]
-        lines.append(f"{n:>8} {s['p50']:>9.2f}ms {s['p95']:>6.2f}ms {w['p50']:>7.2f}ms {w['p95']:>6.2f}ms "
+        lines.append(f"{n:>14} {s['p50']:>9.2f}ms {s['p95']:>6.2f}ms {w['p50']:>7.2f}ms {w['p95']:>6.2f}ms "
                      f"{r['ratio_p50']:>6.2f} {r['recall_at_20']:>10.3f} {r['peak_rss_mb']:>7.0f}MB "
                      f"{r['rss_after_mb']:>8.0f}MB {r['open_s']:>7.1f} {r['fill_s']:>7.1f} "
                      f"{r['load_1m']['before']:>4.1f}/{r['load_1m']['after']:<4.1f}")
+    lines += [f"{n}: search p50 {r['vs_chroma_p50']:.2f}x Chroma's, open {r['open_s']:.1f} s"
+              for n, r in out["search"].items() if "vs_chroma_p50" in r]
     if "growth_p50" in out:
         lines.append(f"p50 growth {out['sizes'][0]}->{out['sizes'][-1]}: search {out['growth_p50']:.2f}x, "
                      f"raw {out['growth_raw_p50']:.2f}x")

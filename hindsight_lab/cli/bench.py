@@ -22,6 +22,9 @@ def add_parser(sub: Any) -> None:
     parser.add_argument("--model", default="all-MiniLM-L6-v2", help="embedding model (default: the packaged MiniLM)")
     parser.add_argument("--out", help="JSON file (default <HINDSIGHT_LAB_HOME>/bench/bench-<timestamp>.json)")
     parser.add_argument("--cache-dir", help="corpus embedding cache (default <HINDSIGHT_LAB_HOME>/bench/cache)")
+    parser.add_argument("--postgres", metavar="URL",
+                        help="also measure every size on a fresh namespace of this Postgres database "
+                             "(postgresql://… or postgresql+embedded://…), in the same run")
     _mcp_arguments(parser)
     _sweep_arguments(parser)
     parser.add_argument("--conflicts", type=int, metavar="N",
@@ -84,7 +87,8 @@ def _search(args: argparse.Namespace) -> int:
     except ValueError:
         raise ConfigError(f"--sizes {args.sizes!r}: expected comma-separated integers, e.g. 10000,100000") from None
     out = run_bench(sizes, queries=args.queries, write_n=args.write_n, model=args.model,
-                    cache_dir=Path(args.cache_dir) if args.cache_dir else None, show_progress=True)
+                    cache_dir=Path(args.cache_dir) if args.cache_dir else None, show_progress=True,
+                    postgres_url=args.postgres)
     path = _write_json(out, args.out, "bench")
     print(format_table(out))
     print(f"\nwritten to {path}")

@@ -4,8 +4,9 @@ and the trigger state) brought in step with a store that several processes write
 A store with a change log (Postgres, :mod:`hindsight_lab.store.pgchanges`) tells which records changed since a
 counter value; :class:`ChangeFeed` re-reads them and applies each as the memory's own writes do — a record now in a
 bucket is tracked there (index, checks), a deleted one forgotten, and an episode record this process has not seen
-is observed by the evidence against stored successes and by the trigger rules. Changes this process made itself
-come back too and change nothing. A store without a change log (Chroma, the dict store: one writer) needs none.
+is observed by the evidence against stored successes and by the trigger rules. The store leaves out the changes
+made through it (the memory applied them as it wrote). A store without a change log (Chroma, the dict store: one
+writer) needs none.
 """
 
 from __future__ import annotations

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from datetime import datetime
-from typing import TYPE_CHECKING, Any, Sequence
+from typing import TYPE_CHECKING, Any, Callable, ContextManager, Sequence
 
 from ..types import Bucket, MemoryRecord, WriteResult
 from .writes import Writes
@@ -14,10 +14,11 @@ if TYPE_CHECKING:
 
 class ReflectionPort:
     """Reads through the memory's public verbs (``mem``: a :class:`~.system.MemorySystem`), writes through its
-    :class:`~.writes.Writes`."""
+    :class:`~.writes.Writes`, each write as one logical write (``writing``: the memory's write lock, which a
+    reflector's call, maybe a slow model's, never holds)."""
 
-    def __init__(self, mem: Any, writes: Writes) -> None:
-        self._mem, self._writes = mem, writes
+    def __init__(self, mem: Any, writes: Writes, writing: Callable[[], ContextManager[None]]) -> None:
+        self._mem, self._writes, self._writing = mem, writes, writing
 
     def stored_episode(self, episode_id: str) -> MemoryRecord | None:
         return self._mem.stored_episode(episode_id)
@@ -31,10 +32,12 @@ class ReflectionPort:
     def write_episode_records(self, episodes: Sequence["Episode"], task_types: Sequence[str | None],
                               now: datetime, compressed: Sequence[Any], decisions: Sequence[Any]
                               ) -> list[MemoryRecord]:
-        return self._writes.episode_records(episodes, task_types, now, compressed, decisions)
+        with self._writing():
+            return self._writes.episode_records(episodes, task_types, now, compressed, decisions)
 
     def update_episode_record(self, record: MemoryRecord) -> None:
-        self._writes.annotate(Bucket.EPISODE, [record])  # the reflection state: nothing an index reads
+        with self._writing():
+            self._writes.annotate(Bucket.EPISODE, [record])  # the reflection state: nothing an index reads
 
     def write_rule(self, content: str, **fields: Any) -> WriteResult:
         return self._mem.write(content, **fields)

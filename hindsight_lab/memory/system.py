@@ -96,11 +96,12 @@ class MemorySystem:
                               Contradictions(ep.retire_contradicted_after, ep.retire_significance))
         self._retrievals = Retrievals(self._writes, cfg.retrieval.debug_trace_max)
         self._searcher = Searcher(self.store, self.index_, self.embedder, self.tokens_.count)
-        self._reflection = ReflectionPipeline(ReflectionPort(self, self._writes), self.reflector, cfg)
         # its counter is read before the scan, so no change falls between the two
         self._feed = ChangeFeed(self.store, self._writes, self._retrievals.rebase, lambda new: self._observe(
             [r for r in new if not r.archived or is_retired(r)], new))
         self._writing = self._feed.writing
+        self._reflection = ReflectionPipeline(ReflectionPort(self, self._writes, self._writing), self.reflector,
+                                              cfg)
         self._rebuild()
         return self
 
@@ -120,7 +121,6 @@ class MemorySystem:
         for rec in evidence:
             self._writes.contradictions.observe_record(rec, prefixes)  # state only: acted on at write
         self._reflection.observe_stored(triggers)
-
 
     def ensure_open(self) -> "MemorySystem":
         """Open the memory if it is not open yet."""
@@ -316,8 +316,7 @@ class MemorySystem:
         eps = [_as_episode(e, i) for i, e in enumerate(episodes)]
         given = list(task_types) if task_types is not None else [None] * len(eps)
         self.flush()
-        with self._writing():
-            return self._reflection.run(eps, given, self._now(now))
+        return self._reflection.run(eps, given, self._now(now))  # each write under the lock, the reflector not
 
     def reflection_stats(self) -> dict[str, Any]:
         """Trigger rate and counts per decision reason, rejection reason, write action; promotions (every candidate

@@ -33,25 +33,28 @@ MIGRATION_STATEMENTS: tuple[str, ...] = (
 )
 
 
-def log(conn: Any, sql: Any, ids: Sequence[str], bucket: Bucket | None) -> None:
-    """Record, in the caller's transaction, that ``ids`` now live in ``bucket`` (None: deleted from it)."""
+def log(conn: Any, sql: Any, ids: Sequence[str], bucket: Bucket | None) -> int | None:
+    """Record, in the caller's transaction, that ``ids`` now live in ``bucket`` (None: deleted from it); returns the
+    change's number."""
     if not ids:
-        return
+        return None
     seq = conn.execute(sql("UPDATE {schema}.clock SET seq = seq + 1 RETURNING seq")).fetchone()[0]
     conn.execute(sql("INSERT INTO {schema}.changes (id, seq, bucket) SELECT i, %s, %s FROM unnest(%s::text[]) AS i "
                      "ON CONFLICT (id) DO UPDATE SET seq = EXCLUDED.seq, bucket = EXCLUDED.bucket"),
                  (seq, str(bucket) if bucket is not None else None, list(dict.fromkeys(ids))))
+    return int(seq)
 
 
-def log_delete(conn: Any, sql: Any, ids: Sequence[str], bucket: Bucket) -> None:
+def log_delete(conn: Any, sql: Any, ids: Sequence[str], bucket: Bucket) -> int | None:
     """Deleted from ``bucket``: a record that has moved on to another bucket meanwhile keeps that later change."""
     if not ids:
-        return
+        return None
     seq = conn.execute(sql("UPDATE {schema}.clock SET seq = seq + 1 RETURNING seq")).fetchone()[0]
     conn.execute(sql("INSERT INTO {schema}.changes (id, seq, bucket) SELECT i, %s, NULL FROM unnest(%s::text[]) AS i "
                      "ON CONFLICT (id) DO UPDATE SET seq = EXCLUDED.seq, bucket = NULL "
                      "WHERE {schema}.changes.bucket = %s"),
                  (seq, list(dict.fromkeys(ids)), str(bucket)))
+    return int(seq)
 
 
 def seen(conn: Any, sql: Any) -> int:
@@ -59,11 +62,13 @@ def seen(conn: Any, sql: Any) -> int:
     return int(conn.execute(sql("SELECT seq FROM {schema}.clock")).fetchone()[0])
 
 
-def read(conn: Any, sql: Any, after: int) -> tuple[int, list[tuple[str, Bucket | None]]]:
-    """The counter, and each record changed since ``after`` with the bucket it is in now (None: deleted)."""
+def read(conn: Any, sql: Any, after: int, own: frozenset[int] = frozenset()
+         ) -> tuple[int, list[tuple[str, Bucket | None]]]:
+    """The counter, and each record changed since ``after`` with the bucket it is in now (None: deleted) — but
+    those whose last change is one of ``own`` (the reader's own writes, which it has applied already)."""
     now = seen(conn, sql)
     if now == after:
         return now, []
-    rows = conn.execute(sql("SELECT id, bucket FROM {schema}.changes WHERE seq > %s AND seq <= %s ORDER BY seq"),
-                        (after, now)).fetchall()
-    return now, [(i, Bucket(b) if b is not None else None) for i, b in rows]
+    rows = conn.execute(sql("SELECT id, bucket, seq FROM {schema}.changes WHERE seq > %s AND seq <= %s "
+                            "ORDER BY seq"), (after, now)).fetchall()
+    return now, [(i, Bucket(b) if b is not None else None) for i, b, seq in rows if seq not in own]

@@ -151,10 +151,18 @@ class PostgresStore:
         return pool.run("changes", lambda conn: pgchanges.seen(conn, self._sql))
 
     def changes_since(self, after: int) -> tuple[int, list[tuple[str, Bucket | None]]]:
-        """The change counter, and every record changed since ``after`` (by any process) with the bucket it is in
-        now (None: deleted)."""
+        """The change counter, and every record changed since ``after`` with the bucket it is in now (None:
+        deleted), but those whose last change this store object made itself (its caller applied them already)."""
         pool, _ = self._ready(Bucket.EPISODE)
-        return pool.run("changes", lambda conn: pgchanges.read(conn, self._sql, after))
+        own = frozenset(getattr(self, "own_", ()))
+        seq, changes = pool.run("changes", lambda conn: pgchanges.read(conn, self._sql, after, own))
+        self.own_ = {s for s in own if s > seq} | (getattr(self, "own_", set()) - own)
+        return seq, changes
+
+    def _logged(self, seq: int | None) -> None:
+        """A committed change of this store's: its number is skipped by :meth:`changes_since`."""
+        if seq is not None:
+            self.own_ = getattr(self, "own_", set()) | {seq}
 
     @contextmanager
     def exclusive(self) -> Iterator[None]:
@@ -192,9 +200,10 @@ class PostgresStore:
         self._writable("upsert")
         emb = np.atleast_2d(np.asarray(embeddings, dtype=np.float32))
         rows = _rows(records, emb)
-        self.dims_[bucket] = pool.run("upsert", lambda conn: self._upsert(conn, bucket, rows, emb.shape[1]))
+        self.dims_[bucket], seq = pool.run("upsert", lambda conn: self._upsert(conn, bucket, rows, emb.shape[1]))
+        self._logged(seq)  # committed: the number is this store's own
 
-    def _upsert(self, conn: Any, bucket: Bucket, rows: list[tuple], dim: int) -> int:
+    def _upsert(self, conn: Any, bucket: Bucket, rows: list[tuple], dim: int) -> tuple[int, int | None]:
         if self.dims_.get(bucket) is None:  # first vectors of the bucket (here, or since another process's rebuild)
             known = conn.execute(self._sql("SELECT dim FROM {schema}.buckets WHERE bucket = %s FOR UPDATE"),
                                  (str(bucket),)).fetchone()[0]
@@ -202,11 +211,9 @@ class PostgresStore:
                 bind_dimension(conn, self.schema, bucket, dim)
                 _write(conn, self._sql("{table}", bucket), rows, upsert=False)
                 create_index(conn, self.schema, bucket, m=self.max_neighbors, ef_construction=self.ef_construction)
-                pgchanges.log(conn, self._sql, [r[0] for r in rows], bucket)
-                return dim
+                return dim, pgchanges.log(conn, self._sql, [r[0] for r in rows], bucket)
         _write(conn, self._sql("{table}", bucket), rows, upsert=True)
-        pgchanges.log(conn, self._sql, [r[0] for r in rows], bucket)
-        return dim
+        return dim, pgchanges.log(conn, self._sql, [r[0] for r in rows], bucket)
 
     def update(self, bucket: Bucket | str, records: Sequence[MemoryRecord]) -> None:
         pool, bucket = self._ready(bucket)
@@ -216,11 +223,11 @@ class PostgresStore:
         params = [(r.content, _jsonb(to_metadata(r)), r.id) for r in records]
         statement = self._sql("UPDATE {table} SET document = %s, meta = %s WHERE id = %s", bucket)
 
-        def work(conn: Any) -> None:
+        def work(conn: Any) -> int | None:
             conn.cursor().executemany(statement, params)
-            pgchanges.log(conn, self._sql, [r.id for r in records], bucket)
+            return pgchanges.log(conn, self._sql, [r.id for r in records], bucket)
 
-        pool.run("update", work)
+        self._logged(pool.run("update", work))
 
     def delete(self, bucket: Bucket | str, ids: Sequence[str]) -> None:
         pool, bucket = self._ready(bucket)
@@ -229,11 +236,11 @@ class PostgresStore:
         self._writable("delete")
         statement = self._sql("DELETE FROM {table} WHERE id = ANY(%s)", bucket)
 
-        def work(conn: Any) -> None:
+        def work(conn: Any) -> int | None:
             conn.execute(statement, (list(ids),))
-            pgchanges.log_delete(conn, self._sql, ids, bucket)
+            return pgchanges.log_delete(conn, self._sql, ids, bucket)
 
-        pool.run("delete", work)
+        self._logged(pool.run("delete", work))
 
     def rebuild(self, bucket: Bucket | str, records: Sequence[MemoryRecord], embeddings: np.ndarray,
                 embedding_model: str) -> None:

@@ -95,6 +95,7 @@ def test_the_change_log_numbers_changes_in_commit_order(postgres_url):
     seq, changes = b.changes_since(start)
     assert seq == start + 3 and dict(changes) == {"c0": Bucket.CANDIDATE, "c1": Bucket.CANDIDATE, "c2": None}
     assert b.changes_since(seq) == (seq, [])  # nothing new: one read of the counter
+    assert a.changes_since(start) == (seq, [])  # the writer's own changes, which its memory applied already
     # a move (upsert to the archive, then delete from the candidates) ends in the archive, not deleted
     pairs = a.get(Bucket.CANDIDATE, ["c1"])
     a.upsert(Bucket.ARCHIVE, [pairs[0][0]], pairs[0][1][None, :])

@@ -42,7 +42,15 @@ def test_a_restarted_database_gives_clear_errors_then_service_resumes(tmp_path: 
         assert time.monotonic() - t0 < 30  # bounded by store.timeout_s and its retries, not hung
         proc, again = start_pgserver(tmp_path / "data")  # the same folder: the same data, the same socket
         assert again == url
-        second = mem.write("Call lookup_order before cancel_order", confidence=0.8)  # the same memory, not reopened
+        # the same memory, not reopened, goes on once its pool has reconnected (the pool retries its connections
+        # with a backoff, so the first call may still time out; the service is back within seconds)
+        deadline, second = time.monotonic() + 30, None
+        while second is None:
+            try:
+                second = mem.write("Call lookup_order before cancel_order", confidence=0.8)
+            except StoreError as exc:
+                assert time.monotonic() < deadline, f"the service did not resume within 30 s: {exc}"
+                time.sleep(0.5)
         found = {h.id for h in mem.search("verify_identity issue_refund lookup_order cancel_order").hits}
         assert {first.record.id, second.record.id} <= found
     finally:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
@@ -31,32 +32,43 @@ def test_an_empty_namespace_is_refused_not_read_as_the_default(pool: MemoryPool)
 
 
 def test_a_held_namespace_makes_callers_busy_after_the_wait_and_others_go_on(tmp_path: Path) -> None:
-    import threading
     import time
 
     from hindsight_lab.errors import Busy
 
     cfg = LabConfig().with_params({"store.path": str(tmp_path / "store")})
     pool = MemoryPool(cfg, ServerConfig(lock_wait_s=0.3), embedder=HashingEmbedder(dim=64)).open()
+    try:
+        with _held(pool):
+            t0 = time.monotonic()
+            with pytest.raises(Busy, match="namespace 'default' is busy.*server.lock_wait_s"):
+                pool.run(None, lambda mem: None)
+            assert 0.25 <= time.monotonic() - t0 < 3
+            assert pool.run("other", lambda mem: "answered") == "answered"  # another namespace is not held up
+    finally:
+        pool.close()
+
+
+@contextmanager
+def _held(pool: MemoryPool, first=lambda mem: None):
+    """For the block, a worker thread holds the default namespace (after doing ``first`` on it)."""
+    import threading
+
     held, release = threading.Event(), threading.Event()
 
-    def stuck(mem):
+    def hold(mem):
+        first(mem)
         held.set()
         release.wait(10)
 
-    worker = threading.Thread(target=pool.run, args=(None, stuck))
+    worker = threading.Thread(target=pool.run, args=(None, hold))
     worker.start()
     try:
-        assert held.wait(5)
-        t0 = time.monotonic()
-        with pytest.raises(Busy, match="namespace 'default' is busy.*server.lock_wait_s"):
-            pool.run(None, lambda mem: None)
-        assert 0.25 <= time.monotonic() - t0 < 3
-        assert pool.run("other", lambda mem: "answered") == "answered"  # another namespace is not held up
+        assert held.wait(10)
+        yield
     finally:
         release.set()
         worker.join(10)
-        pool.close()
     assert not worker.is_alive()
 
 
@@ -65,7 +77,6 @@ def test_a_held_namespace_makes_callers_busy_after_the_wait_and_others_go_on(tmp
 def test_on_postgres_a_search_does_not_wait_behind_a_write(backend, postgres_url, tmp_path: Path) -> None:
     # issue 20, item 3: a namespace's searches run on a memory of their own, which catches up with the writes from
     # the change log; on an embedded Chroma folder (one writer, no change log) they queue behind the write
-    import threading
     import uuid
 
     from hindsight_lab.errors import Busy
@@ -75,26 +86,13 @@ def test_on_postgres_a_search_does_not_wait_behind_a_write(backend, postgres_url
     pool = MemoryPool(LabConfig().with_params(where), ServerConfig(lock_wait_s=0.5),
                       embedder=HashingEmbedder(dim=64)).open()
     written = pool.run(None, lambda mem: mem.write("Call verify_identity before issue_refund", confidence=0.8))
-    held, release = threading.Event(), threading.Event()
-
-    def long_write(mem):
-        mem.write("Call lookup_order before cancel_order", confidence=0.8)
-        held.set()
-        release.wait(10)
-
-    worker = threading.Thread(target=pool.run, args=(None, long_write))
-    worker.start()
-    try:
-        assert held.wait(10)
+    with _held(pool, lambda mem: mem.write("Call lookup_order before cancel_order", confidence=0.8)):
         search = lambda mem: [h.id for h in mem.search("verify_identity before issue_refund").hits]  # noqa: E731
         if backend == "postgres":
             assert written.record.id in pool.run(None, search, search=True)  # while the write holds the namespace
         else:
             with pytest.raises(Busy):
                 pool.run(None, search, search=True)
-    finally:
-        release.set()
-        worker.join(10)
     hits = pool.run(None, lambda mem: [h.record.content for h in mem.search("lookup_order cancel_order").hits],
                     search=True)
     assert "Call lookup_order before cancel_order" in hits  # the search memory caught up with the write

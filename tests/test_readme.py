@@ -545,11 +545,11 @@ README_MAP: list[tuple[str, tuple[str, ...] | Instead]] = [
      Instead("a PostgreSQL server with pgvector the user runs (the compose profile); the suite imports into its "
              "own embedded Postgres", ("tests/test_manage.py", "tests/store/test_postgres.py"))),
     (r"bench", Instead("10k and 100k episodes: many minutes", ("tests/test_bench.py",))),
-    (r"bench --sizes 10000,100000 --queries 100 --write-n 500 --postgres postgresql\+embedded:///tmp/bench-pg",
+    (r"bench --sizes 10000,100000 --queries 100 --write-n 500 --postgres postgresql\+embedded://pg-bench",
      Instead("10k and 100k episodes on Chroma and on Postgres: many minutes; the suite runs a tiny size on its own "
              "embedded Postgres", ("tests/test_bench.py",))),
     (r"replay \.\./shared/datasets/tau-bench/gpt-4o-airline\.dev\.json --no-mlflow "
-     r"--set store\.url=postgresql\+embedded:///tmp/pg",
+     r"--set store\.url=postgresql\+embedded://pg-replay",
      Instead("the full-size development split beside the checkout; the suite replays the sample on its own embedded "
              "Postgres and checks every figure against Chroma's", ("tests/store/test_postgres_writers.py",))),
     (r"bench --sizes 2000 --queries 50",

@@ -22,7 +22,7 @@ writes found through another server, latency p50/p95 per operation, throughput.
 
 Examples:
     hindsight-lab bench --mcp --clients 8 --ops 200
-    hindsight-lab bench --mcp --store postgresql+embedded:///tmp/bench-pg --servers 2
+    hindsight-lab bench --mcp --store postgresql+embedded://bench-pg --servers 2
     hindsight-lab bench --mcp --config experiments/configs/default.yaml --set embedder.model=hashing-256
 """
 

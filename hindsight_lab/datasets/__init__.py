@@ -25,7 +25,8 @@ from ..errors import ConfigError, TraceFormatError
 from ..trace import Episode
 from .jsonl import DEFAULT_MAX_LINE_BYTES, ReadStats, load_episodes, read_jsonl, write_jsonl
 from .limits import DEFAULT_LIMITS, ReadLimits, check_instruction
-from .locomo import LocomoConversation, LocomoQuestion, LocomoTurn, describe_locomo, read_locomo, turn_to_episode
+from .locomo import LocomoConversation, LocomoQuestion, LocomoTurn, read_locomo, turn_to_episode
+from .locomo_counts import describe_locomo
 from .reflexion import ReflexionCounts, describe_reflexion, read_reflexion_hotpotqa
 from .tau2_bench import read_tau2_bench
 from .tau_bench import read_tau_bench

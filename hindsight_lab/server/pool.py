@@ -6,7 +6,8 @@ transports run tool calls in worker threads, and each namespace's lock serialise
 maintenance of it). Calls on other namespaces do not wait. On a store that several processes may write (Postgres),
 searches do not wait behind writes either: each namespace has a second memory that serves only searches, under a
 lock of its own, and catches up with the writes (this process's and every other's) from the store's change log
-before each search (:mod:`hindsight_lab.memory.changes`). A call waits at most ``server.lock_wait_s`` (:class:`~hindsight_lab.server.config.ServerConfig`) for its
+before each search (:mod:`hindsight_lab.memory.changes`). A call waits at most ``server.lock_wait_s``
+(:class:`~hindsight_lab.server.config.ServerConfig`) for its
 namespace, then fails with :class:`~hindsight_lab.errors.Busy`; a stalled store fails each call within
 ``store.timeout_s`` (:mod:`hindsight_lab.store.guard`), so no client waits behind one stuck call for longer than
 those two bounds.
@@ -21,8 +22,9 @@ from __future__ import annotations
 
 import logging
 import threading
+from contextlib import contextmanager
 from datetime import datetime
-from typing import TYPE_CHECKING, Any, Callable, TypeVar
+from typing import TYPE_CHECKING, Any, Callable, Iterator, TypeVar
 
 from ..config import LabConfig
 from ..errors import Busy, ConfigError, ValidationError
@@ -98,30 +100,29 @@ class MemoryPool:
         lock = self._lock_of(name)
         if search and self._shared:
             return self._search(name, fn)
+        with self._holding(lock, name, "another call has"):
+            return fn(self._get(name))
+
+    @contextmanager
+    def _holding(self, lock: threading.Lock, name: str, who: str) -> Iterator[None]:
         wait = self.settings.lock_wait_s
         if not lock.acquire(timeout=wait):
-            raise Busy(f"namespace {name!r} is busy: another call has held it for more than {wait:g} s "
+            raise Busy(f"namespace {name!r} is busy: {who} held it for more than {wait:g} s "
                        "(server.lock_wait_s); try again")
         try:
-            return fn(self._get(name))
+            yield
         finally:
             lock.release()
 
     def _search(self, name: str, fn: Callable[["MemorySystem"], T]) -> T:
         with self._lock:
             lock, mem = self._readers.setdefault(name, (threading.Lock(), None))
-        wait = self.settings.lock_wait_s
-        if not lock.acquire(timeout=wait):
-            raise Busy(f"namespace {name!r} is busy: searches have held it for more than {wait:g} s "
-                       "(server.lock_wait_s); try again")
-        try:
+        with self._holding(lock, name, "searches have"):
             if mem is None:
                 mem = self._open(name)
                 with self._lock:
                     self._readers[name] = (lock, mem)
             return fn(mem)
-        finally:
-            lock.release()
 
     def _lock_of(self, namespace: str) -> threading.Lock:
         self._check_name(namespace)

@@ -38,23 +38,28 @@ def log(conn: Any, sql: Any, ids: Sequence[str], bucket: Bucket | None) -> int |
     change's number."""
     if not ids:
         return None
-    seq = conn.execute(sql("UPDATE {schema}.clock SET seq = seq + 1 RETURNING seq")).fetchone()[0]
+    seq = _tick(conn, sql)
     conn.execute(sql("INSERT INTO {schema}.changes (id, seq, bucket) SELECT i, %s, %s FROM unnest(%s::text[]) AS i "
                      "ON CONFLICT (id) DO UPDATE SET seq = EXCLUDED.seq, bucket = EXCLUDED.bucket"),
                  (seq, str(bucket) if bucket is not None else None, list(dict.fromkeys(ids))))
-    return int(seq)
+    return seq
 
 
 def log_delete(conn: Any, sql: Any, ids: Sequence[str], bucket: Bucket) -> int | None:
     """Deleted from ``bucket``: a record that has moved on to another bucket meanwhile keeps that later change."""
     if not ids:
         return None
-    seq = conn.execute(sql("UPDATE {schema}.clock SET seq = seq + 1 RETURNING seq")).fetchone()[0]
+    seq = _tick(conn, sql)
     conn.execute(sql("INSERT INTO {schema}.changes (id, seq, bucket) SELECT i, %s, NULL FROM unnest(%s::text[]) AS i "
                      "ON CONFLICT (id) DO UPDATE SET seq = EXCLUDED.seq, bucket = NULL "
                      "WHERE {schema}.changes.bucket = %s"),
                  (seq, list(dict.fromkeys(ids)), str(bucket)))
-    return int(seq)
+    return seq
+
+
+def _tick(conn: Any, sql: Any) -> int:
+    """The next change number; the clock row stays locked by the caller's transaction until it commits."""
+    return int(conn.execute(sql("UPDATE {schema}.clock SET seq = seq + 1 RETURNING seq")).fetchone()[0])
 
 
 def seen(conn: Any, sql: Any) -> int:

@@ -103,3 +103,16 @@ def test_bench_measures_postgres_beside_chroma_in_one_run(tmp_path: Path, monkey
     assert math.isclose(pg["vs_chroma_p50"], pg["search_ms"]["p50"] / chroma["search_ms"]["p50"])
     assert any(t["name"] == "search p50 / Chroma's @ 200/postgres" for t in data["targets"])
     assert postgres_url not in out.read_text()  # no URL (socket folder) in the JSON
+
+
+def test_the_search_process_peak_memory_is_its_own_not_the_bench_process() -> None:
+    # Regression: the search process reported getrusage's ru_maxrss, which Linux carries over the execve that
+    # starts it, so at 100k it showed the bench's own peak (the corpus matrix and the filled stores)
+    import subprocess
+    import sys
+
+    ballast = np.ones(400 * 2**20 // 8)  # 400 MB held by this (the parent) process while the child runs
+    out = subprocess.run([sys.executable, "-c", "from hindsight_lab.bench.search import peak_rss_mb; "
+                          "print(peak_rss_mb())"], capture_output=True, text=True, check=True).stdout
+    assert 0 < float(out) < 250, out
+    assert ballast[-1] == 1.0

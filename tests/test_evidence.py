@@ -2,6 +2,10 @@
 
 from __future__ import annotations
 
+import os
+import pickle
+import subprocess
+import sys
 from datetime import timedelta
 from typing import Any
 
@@ -11,7 +15,7 @@ from hindsight_lab import Kind, LabConfig, MemorySystem
 from hindsight_lab.embed import HashingEmbedder
 from hindsight_lab.memory.evidence import Contradictions
 from hindsight_lab.store.memory import InMemoryStore
-from support import T0
+from support import REPO, T0
 
 BOOK = ["search_availability", "hold_slot", "confirm_booking"]
 
@@ -165,3 +169,19 @@ def test_the_evidence_is_rebuilt_when_a_store_is_opened(tmp_path):
         assert mem.search("book a table for four tonight").task_type == "confirm_booking+hold_slot"
         mem.write_episode(run("s2", "book a table for six tonight", BOOK, hour=4))
         assert not mem.get(s.id).archived
+
+
+def test_the_evidence_is_keyed_again_by_the_hashes_of_the_process_that_reads_it():
+    """String hashes differ between processes: steps saved by one are found by another."""
+    script = (
+        "import pickle, sys\n"
+        "from hindsight_lab.memory.evidence import Contradictions\n"
+        "c = Contradictions(retire_after=2, significance=0.5)\n"
+        "c.observe('s1', ('lookup', 'refund'), 'success', None)\n"
+        "c.observe('s2', ('lookup', 'refund'), 'success', None)\n"
+        "sys.stdout.buffer.write(pickle.dumps(c))\n")
+    saved = subprocess.run([sys.executable, "-c", script], capture_output=True, check=True,
+                           env={**os.environ, "PYTHONHASHSEED": "1", "PYTHONPATH": str(REPO)}).stdout
+    restored = pickle.loads(saved)
+    verdicts = [restored.observe(f"f{i}", ("lookup", "refund"), "failure", 1) for i in range(4)]
+    assert sorted(r for v in verdicts for r in v.retire) == ["s1", "s2"]  # the refusals found the saved step

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from datetime import timedelta
 
+import numpy as np
 import pytest
 
 
@@ -163,3 +164,16 @@ def test_l3_write_requires_counter_examples(mem):
     with pytest.raises(ValidationError, match="counter_examples"):
         mem.write("Always do X", layer="L3")
     assert mem.stats()["rules"] == 0
+
+
+def test_a_search_takes_the_query_embedding_its_caller_has(mem):
+    mem.write("Call verify_identity before issue_refund", confidence=0.8)
+    mem.write("Call lookup_order before cancel_order", confidence=0.8)
+    query = "refund after verifying the identity"
+    given = mem.search(query, query_embedding=mem.embedder.embed([query])[0])
+    assert [(h.id, h.scores) for h in given.hits] == [(h.id, h.scores) for h in mem.search(query).hits]
+    other = mem.search(query, query_embedding=mem.embedder.embed(["cancel the order after looking it up"])[0])
+    semantic = lambda res: {h.record.content[5:17]: h.scores.semantic for h in res.hits}  # noqa: E731
+    assert semantic(other)["verify_ident"] < semantic(given)["verify_ident"]  # the vector given is the one used
+    with pytest.raises(ValidationError, match="query_embedding: expected 256 numbers"):
+        mem.search(query, query_embedding=np.zeros(8))

@@ -558,6 +558,11 @@ README_MAP: list[tuple[str, tuple[str, ...] | Instead]] = [
     (r"bench --conflicts 5000", Instead("embeds and clusters 5,000 rules", ("tests/conflicts/test_pairs_and_cli.py",))),
     (r"bench --mcp", Instead("8 clients × 200 operations against a server",
                              ("tests/server/test_bench_mcp.py",))),
+    (r"bench --mcp --compare --servers 2 --store postgresql\+embedded://pg-mcp"
+     r"( --set server\.batch_embeddings=false)?",
+     Instead("three setups of 8 clients × 200 operations on the real model, one after the other: minutes; the suite "
+             "compares the three setups at a small size on its own embedded Postgres",
+             ("tests/server/test_bench_mcp.py",))),
     (r"serve --config experiments/configs/default\.yaml --store memory-store",
      Instead("the stdio server runs until its client stops it", ("tests/server/test_serve_stdio.py",))),
     (r"serve --config experiments/configs/default\.yaml --store http://127\.0\.0\.1:8000 .*",

@@ -196,7 +196,7 @@ def run_mcp_bench(config: LabConfig, settings: ServerConfig | None = None, *, cl
 
     from ..server.app import tool_names
     from ..server.config import served_yaml
-    from ..server.process import ServeProcess
+    from ..server.process import ServeProcess, get_health
 
     from ..store import is_postgres_url
 
@@ -224,6 +224,7 @@ def run_mcp_bench(config: LabConfig, settings: ServerConfig | None = None, *, cl
             t0 = time.perf_counter()
             anyio.run(_run_clients, [p.url for p in procs], runners, token, probe)
             wall = time.perf_counter() - t0
+            embedding = [get_health(p.base_url, token, timeout=10).get("embedding") for p in procs]
         finally:
             codes = [p.stop() for p in procs]
         for p, c in zip(procs, codes):
@@ -249,9 +250,49 @@ def run_mcp_bench(config: LabConfig, settings: ServerConfig | None = None, *, cl
         "probe_ms": _latency([p["ms"] for p in probes]),
         "latency_ms": {"all": _latency([r["ms"] for r in rows]),
                        **{op: _latency([r["ms"] for r in rows if r["op"] == op]) for op in MIX}},
-        "model": cfg.embedder.model, "store": _kind(cfg.store.url),
+        "model": cfg.embedder.model, "store": _kind(cfg.store.url), "embedding": _passes(embedding),
         "namespaces": namespaces, "seed": seed,
     }
+
+
+def run_mcp_comparison(config: LabConfig, settings: ServerConfig | None = None, *, store: str, servers: int = 2,
+                       **kw: Any) -> dict[str, Any]:
+    """One after the other on this machine: Chroma (a temporary embedded folder, one server process), then the
+    Postgres ``store`` with one and with ``servers`` server processes (no probes: throughput alone); each setup's
+    figures, and the best Postgres throughput over Chroma's."""
+    from ..store import is_postgres_url
+
+    if not is_postgres_url(store) or servers < 2:
+        raise ConfigError("--compare runs Chroma against Postgres with one and with --servers N (N >= 2) server "
+                          f"processes: give a --store postgresql://… or postgresql+embedded://… (got {store!r}, "
+                          f"--servers {servers})")
+    setups = [("Chroma, embedded folder, 1 server", None, 1), ("Postgres, 1 server", store, 1),
+              (f"Postgres, {servers} servers", store, servers)]
+    runs = [{"setup": name, **run_mcp_bench(config, settings, store=where, servers=n, probe=False, **kw)}
+            for name, where, n in setups]
+    best = max(r["throughput_ops_s"] for r in runs[1:])
+    return {"setups": runs, "best_postgres_vs_chroma": best / runs[0]["throughput_ops_s"]}
+
+
+def format_mcp_comparison(out: dict[str, Any]) -> str:
+    """The side-by-side table of :func:`run_mcp_comparison`."""
+    lines = [f"{'setup':<36}{'ops/s':>8}{'p50 ms':>9}{'p95 ms':>9}{'errors':>8}{'lost':>6}"]
+    for r in out["setups"]:
+        lat = r["latency_ms"]["all"]
+        lines.append(f"{r['setup']:<36}{r['throughput_ops_s']:>8.1f}{lat['p50']:>9.0f}{lat['p95']:>9.0f}"
+                     f"{r['errors']:>8}{r['lost_writes']:>6}")
+    lines.append(f"best Postgres setup: {out['best_postgres_vs_chroma']:.2f}x Chroma's throughput")
+    return "\n".join(lines)
+
+
+def _passes(per_server: list[dict[str, Any] | None]) -> dict[str, Any] | None:
+    """The servers' embedding calls and model passes, summed (None: ``server.batch_embeddings`` off)."""
+    known = [s for s in per_server if s]
+    if not known:
+        return None
+    calls, passes, texts = (sum(s[k] for s in known) for k in ("calls", "passes", "texts"))
+    return {"calls": calls, "passes": passes, "texts": texts, "largest": max(s["largest"] for s in known),
+            "mean_batch": texts / passes if passes else 0.0}
 
 
 def format_mcp_table(out: dict[str, Any]) -> str:
@@ -261,6 +302,9 @@ def format_mcp_table(out: dict[str, Any]) -> str:
              f"(model {out['model']}, {out['store']} store, namespaces {', '.join(out['namespaces'])})",
              f"operations {out['operations']} in {out['wall_s']:.1f} s ({out['throughput_ops_s']:.1f} ops/s)",
              f"errors {out['errors']}",
+             *([f"embedding: {e['calls']} calls in {e['passes']} model passes (mean {e['mean_batch']:.2f} texts a "
+                f"pass, largest {e['largest']})"] if (e := out.get("embedding")) else
+               ["embedding: one model pass per call (server.batch_embeddings off)"]),
              *([f"servers {out['servers']}: writes found by a search through another server at once "
                 f"{out['found_elsewhere']} of {out['probes']} (probe p50 {out['probe_ms']['p50']:.1f} ms)"]
                if out.get("probes") else []),

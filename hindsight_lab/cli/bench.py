@@ -41,6 +41,10 @@ def _mcp_arguments(parser: argparse.ArgumentParser) -> None:
     group.add_argument("--servers", type=int, default=1,
                        help="server processes on the one store, clients spread over them; a write is then also "
                             "searched for through the next server (default 1; more need a Postgres --store)")
+    group.add_argument("--compare", action="store_true",
+                       help="with a Postgres --store and --servers N: run Chroma (a temporary embedded folder, one "
+                            "server), then Postgres with one and with N servers, one after the other, and print "
+                            "them side by side")
     group.add_argument("--no-probe", dest="probe", action="store_false",
                        help="with --servers N: do not search for each write through the next server (the probes "
                             "share the wall time the throughput is measured over)")
@@ -101,6 +105,15 @@ def _mcp(args: argparse.Namespace) -> int:
     from ..server.config import load_served
 
     cfg, settings = load_served(args.config, set_overrides(args))
+    if args.compare:
+        from ..bench.mcp import format_mcp_comparison, run_mcp_comparison
+
+        both = run_mcp_comparison(cfg, settings, store=args.store, servers=args.servers, clients=args.clients,
+                                  ops=args.ops, seed=args.seed, token=read_token(settings.token_env))
+        path = _write_json(both, args.out, "mcp")
+        print(format_mcp_comparison(both))
+        print(f"\nwritten to {path}")
+        return 0
     out = run_mcp_bench(cfg, settings, clients=args.clients, ops=args.ops, store=args.store, seed=args.seed,
                         token=read_token(settings.token_env), servers=args.servers, probe=args.probe)
     path = _write_json(out, args.out, "mcp")

@@ -59,6 +59,11 @@ class ClassifierConfig(Section):
     """Abstain unless the winning task_type has at least this many stored examples (``knn``: among the voters)."""
     min_share: float = Field(0.5, ge=0, le=1, json_schema_extra=affects(RECALL))
     """Abstain unless the winning task_type's probability (``knn``: share of the vote weight) is above this."""
+    intent: bool = Field(False, json_schema_extra=affects(RECALL))
+    """``logistic``, ``embedding``: a stored episode also matches the query's task type when the classifier gives its
+    own request (masked) that type, not only when its run derived it. The type a run derives is what its agent did;
+    the request says what was wanted: a retry of the same request whose agent went another way still matches, a
+    request about the same names that wanted something else does not."""
 
 
 class RetrievalConfig(Section):

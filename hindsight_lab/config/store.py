@@ -61,6 +61,11 @@ class StoreConfig(Section):
     read_only: bool = False
     """Open an embedded folder without its writer lock (one process writes a folder; any number may read it);
     every write is then refused."""
+    snapshot_every: int = Field(5000, ge=0)
+    """Postgres: a memory saves its in-process state (the recall index, the evidence, the trigger state) in the
+    namespace once this many records changed since its last save, and when it closes; the next open reads that
+    state and the changes after it instead of every record (:mod:`hindsight_lab.memory.snapshot`). 0: never saved,
+    every open rebuilds from the records."""
     pool_size: int = Field(4, ge=1, le=100)
     """Postgres: most connections one process keeps to a database, shared by every namespace it opens there."""
     iterative_scan: Literal["strict_order", "relaxed_order", "off"] = "strict_order"

@@ -26,13 +26,18 @@ class ChangeFeed:
         writes: the memory's :class:`~hindsight_lab.memory.writes.Writes` (``track``, ``forget``, ``index``).
         rebase: puts a changed record under this process's pending retrieval bookkeeping.
         observe: the evidence and trigger state learn new episode records (oldest first).
+        seen: the change number the memory's state holds (a saved state's); by default the store's counter now,
+            read before the store is scanned at open.
+        written: called at the end of each logical write, still under the write lock.
     """
 
     def __init__(self, store: Any, writes: Any, rebase: Callable[[MemoryRecord], None],
-                 observe: Callable[[Sequence[MemoryRecord]], None]) -> None:
+                 observe: Callable[[Sequence[MemoryRecord]], None], *, seen: int | None = None,
+                 written: Callable[[], None] | None = None) -> None:
         self.store, self.writes, self.rebase, self.observe = store, writes, rebase, observe
         self.active = callable(getattr(store, "changes_since", None))
-        self.seen = store.change_seq() if self.active else 0  # read before the store is scanned at open
+        self.seen = seen if seen is not None else store.change_seq() if self.active else 0
+        self.written = written
         self._depth = 0
 
     @contextmanager
@@ -48,6 +53,8 @@ class ChangeFeed:
             try:
                 self.catch_up()
                 yield
+                if self.written is not None:
+                    self.written()
             finally:
                 self._depth -= 1
 

@@ -89,6 +89,16 @@ class Contradictions:
     def __len__(self) -> int:
         return len(self._passed)
 
+    def __setstate__(self, state: dict) -> None:
+        """Unpickled (a saved memory state): the steps are keyed again by this process's hashes of their prefixes
+        (string hashes differ between processes)."""
+        self.__dict__.update(state)
+        steps: dict[int, list[_Step]] = {}
+        for bucket in state["_steps"].values():
+            for step in bucket:
+                steps.setdefault(hash(step.tools), []).append(step)
+        self._steps = steps
+
     def _step(self, tools: tuple[str, ...], create: bool) -> _Step | None:
         bucket = self._steps.get(hash(tools))
         found = next((s for s in bucket or () if s.tools == tools), None)

@@ -24,17 +24,16 @@ import numpy as np
 from ..config import LabConfig
 from ..errors import MemoryNotFound, StoreError, ValidationError, invalid_input
 from ..reflect.pipeline import ReflectionPipeline
-from ..retrieve.index import RecallIndex, is_retired
 from ..retrieve.search import Searcher
 from ..trace import Episode
 from ..types import BUCKETS, RECALLED, Bucket, Kind, MemoryRecord, WriteResult, new_id, utcnow
 from .changes import ChangeFeed
-from .evidence import Contradictions
 from .feedback import SIGNALS, apply_feedback
 from .inputs import parse_memory_input
 from .maintain import MaintenanceReport, maintain
 from .port import ReflectionPort
 from .retrievals import Retrievals
+from .state import MemoryState
 from .working import WorkingMemory
 from .writes import Writes
 
@@ -73,7 +72,8 @@ class MemorySystem:
 
     # ------------------------------------------------------------------ lifecycle
     def open(self, *, verify_model: bool = True) -> "MemorySystem":
-        """Open the store and rebuild the in-process indexes. Called by the first operation if needed."""
+        """Open the store and its in-process state (:mod:`.state`: read back from the copy a Postgres store keeps,
+        else built from every record). Called by the first operation if needed."""
         from ..embed import TokenCounter, embedder_for
         from ..store import store_for
 
@@ -89,38 +89,19 @@ class MemorySystem:
             from ..reflect.registry import make_reflector
 
             self.reflector = make_reflector(cfg.reflect)
-        self.index_ = RecallIndex(cfg.retrieval.classifier, lambda texts: self.embedder.embed(texts),
-                                  lambda ids: self.store.get(Bucket.ARCHIVE, ids))
-        ep = cfg.episode
-        self._writes = Writes(cfg, self.store, self.index_, self.embedder, self.new_id,
-                              Contradictions(ep.retire_contradicted_after, ep.retire_significance))
+        self._state = state = MemoryState(self.store, cfg, lambda texts: self.embedder.embed(texts))
+        self.index_ = state.index
+        self._writes = Writes(cfg, self.store, self.index_, self.embedder, self.new_id, state.contradictions)
         self._retrievals = Retrievals(self._writes, cfg.retrieval.debug_trace_max)
         self._searcher = Searcher(self.store, self.index_, self.embedder, self.tokens_.count)
-        # its counter is read before the scan, so no change falls between the two
-        self._feed = ChangeFeed(self.store, self._writes, self._retrievals.rebase, lambda new: self._observe(
-            [r for r in new if not r.archived or is_retired(r)], new))
+        # without a saved state its counter is read before the scan, so no change falls between the two
+        self._feed = ChangeFeed(self.store, self._writes, self._retrievals.rebase, state.observe, seen=state.seen,
+                                written=state.save_if_due)
         self._writing = self._feed.writing
         self._reflection = ReflectionPipeline(ReflectionPort(self, self._writes, self._writing), self.reflector,
                                               cfg)
-        self._rebuild()
+        state.start(self._writes, self._feed, self._reflection)
         return self
-
-    def _rebuild(self) -> None:
-        """The recall index, the evidence and the trigger state, from what the store holds."""
-        episodes = []
-        for bucket in BUCKETS:
-            for rec in self.store.scan(bucket):
-                self._writes.track(rec, bucket)
-                if rec.kind is Kind.EPISODE:
-                    episodes.append(rec)
-        live_or_retired = [r for r in episodes if not r.archived or is_retired(r)]
-        self._observe(sorted(live_or_retired, key=lambda r: (r.created_at, r.id)), episodes)
-
-    def _observe(self, evidence: Sequence[MemoryRecord], triggers: Sequence[MemoryRecord]) -> None:
-        prefixes = self.config_.episode.read_only_prefixes
-        for rec in evidence:
-            self._writes.contradictions.observe_record(rec, prefixes)  # state only: acted on at write
-        self._reflection.observe_stored(triggers)
 
     def ensure_open(self) -> "MemorySystem":
         """Open the memory if it is not open yet."""
@@ -140,6 +121,7 @@ class MemorySystem:
     def close(self) -> None:
         if hasattr(self, "config_"):
             self.flush()
+            self._state.save_at_close()
             self.store.close()
             del self.config_
 
@@ -237,7 +219,11 @@ class MemorySystem:
         eps = [_as_episode(e, i) for i, e in enumerate(episodes)]
         given = list(task_types) if task_types is not None else [None] * len(eps)
         with self._writing():
-            return self._writes.episode_records(eps, given, self._now(now))
+            known = {e.episode_id for e in eps if self.index_.record_of_episode(e.episode_id)}
+            records = self._writes.episode_records(eps, given, self._now(now))
+            # earlier episodes for the trigger rules, as a memory opened on the store counts them
+            self._reflection.observe_stored([r for r in records if r.source_episode_ids[0] not in known])
+            return records
 
     def write(self, content: str, **fields: Any) -> WriteResult:
         """Write a rule: an L2 candidate (``layer="L2"``, the default) or an L3 rule (``layer="L3"``).
@@ -327,7 +313,7 @@ class MemorySystem:
     # ------------------------------------------------------------------ search
     def search(self, query: str, *, task_type: str | None = None, domain: str | None = None,
                top_k: int | None = None, now: datetime | None = None, task_id: str | None = None,
-               explain: bool = False) -> "SearchResult":
+               explain: bool = False, query_embedding: np.ndarray | None = None) -> "SearchResult":
         """Four-path recall (vector, keywords, task type, rule triggers), weighted rerank, token budget (DESIGN §3).
 
         Args:
@@ -338,6 +324,8 @@ class MemorySystem:
             now: the clock for recency and bookkeeping.
             task_id: recorded in the debug_trace of every injected record.
             explain: also return every candidate with its features (``SearchResult.candidates``).
+            query_embedding: the query's embedding by this memory's embedder, when the caller has it already
+                (the server embeds concurrent queries together); by default the query is embedded here.
         """
         self.ensure_open()
         if not isinstance(query, str) or not query.strip():
@@ -351,7 +339,7 @@ class MemorySystem:
         result, cands = self._searcher.search(
             query, cfg, top_k=k, now=now, task_type=task_type, domain=domain,
             working=self._working.records() if self._working else (), overlay=self._retrievals.pending,
-            explain=explain)
+            explain=explain, query_embedding=query_embedding)
         if cfg.track_retrievals:
             triggered = [(rid, cands.record(rid) if rid in cands else None) for rid in cands.triggered]
             self._retrievals.retrieved(result.hits, triggered, query, task_id, now)

@@ -53,10 +53,12 @@ class Writes:
         self.new_id, self.contradictions = new_id, contradictions
         self.checked: dict[str, set[str]] = {}  # a guarded step (tool) -> the candidates and rules checking it
         self.promotions = 0  # candidates moved to L3 since open, by a reflection's write or by later evidence
+        self.changes = 0  # records tracked or forgotten since open (when to save the memory's state)
 
     # ------------------------------------------------------------------ buckets
     def track(self, rec: MemoryRecord, bucket: Bucket | str) -> None:
         """Keep the index (and the evidence) in step with a record stored in ``bucket``."""
+        self.changes += 1
         if bucket == Bucket.ARCHIVE and not is_retired(rec):
             self.contradictions.remove(rec.id)
         self.index.add(rec, bucket)
@@ -92,6 +94,7 @@ class Writes:
 
     def forget(self, record_id: str) -> None:
         """A record left the store: out of the index and the evidence."""
+        self.changes += 1
         self.contradictions.remove(record_id)
         self.index.remove(record_id)
         self._forget_check(record_id)

@@ -106,6 +106,7 @@ class TaskTypeClassifier:
         self._tools: dict[str, tuple[str, ...]] = {}  # id → tools its episode called
         self._type_of: dict[str, str] = {}
         self._vectors: dict[str, Any] = {}  # masked text or description → embedding (``embedding``)
+        self._asked: dict[str, Any] = {}  # masked text of a stored record asked about → embedding (:meth:`intents`)
         self._model: Any = None
         self._dirty = False
 
@@ -160,9 +161,40 @@ class TaskTypeClassifier:
                                           else [masked])[0]
         return {str(t): float(p) for t, p in zip(self._model.classes_, probs)}
 
+    def intents(self, texts: Sequence[str]) -> list[str | None]:
+        """The type :meth:`predict` would give each text (None where it abstains), in one pass; the embeddings of
+        the masked texts are memoised apart from the training set's (a stored record is asked again and again)."""
+        import numpy as np
+
+        types = [t for t, ex in self._by_type.items() if ex]
+        if not texts or len(types) <= 1:
+            return [types[0] if types and len(self._by_type[types[0]]) >= self.min_votes else None] * len(texts)
+        if self._dirty or self._model is None:
+            self._fit()
+            self._dirty = False
+        masked = [mask_entities(t) for t in texts]
+        if self.method == "embedding":
+            new = sorted({m for m in masked if m not in self._asked})
+            if len(self._asked) + len(new) > 20_000:
+                self._asked.clear()
+            if new:
+                self._asked.update(zip(new, self._embed(new)))
+            features: Any = np.stack([np.asarray(self._asked[m], dtype=np.float64) for m in masked])
+        else:
+            features = masked
+        probs = self._model.predict_proba(features)
+        out: list[str | None] = []
+        for row in probs:
+            best = int(np.argmax(row))
+            label = str(self._model.classes_[best])
+            ok = row[best] > self.min_share and len(self._by_type.get(label, ())) >= self.min_votes
+            out.append(label if ok else None)
+        return out
+
     def forget_vectors(self) -> None:
         """Drop the memoised embeddings (the embedding model changed); the next prediction refits."""
         self._vectors.clear()
+        self._asked.clear()
         self._dirty = True
 
     def description(self, task_type: str) -> str:

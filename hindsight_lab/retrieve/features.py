@@ -61,14 +61,15 @@ def ages_days(c: "Candidates", now: datetime) -> np.ndarray:
 
 
 #: Every feature by name: semantic (cosine to the query, clipped to [0, 1]), lexical (BM25 score over the best in
-#: the store), task_type (1 when the record's task type is the query's), confidence, and recency
+#: the store), task_type (1 when the record's task type is the query's, or with ``retrieval.classifier.intent`` the
+#: type of its request), confidence, and recency
 #: (``0.5 ** (age / half_life)`` with the age of :func:`ages_days`).
 FEATURES: dict[str, Feature] = {f.name: f for f in (
     Feature("semantic", lambda c, now: np.asarray(c.similarity, dtype=np.float64), _clipped),
     Feature("lexical", lambda c, now: np.asarray(c.lexical, dtype=np.float64)),
     Feature("task_type", lambda c, now: np.asarray(
-        [1.0 if c.task_type is not None and r.task_type == c.task_type else 0.0 for r in c.records],
-        dtype=np.float64)),
+        [1.0 if c.task_type is not None and (r.task_type == c.task_type or (c.intents and c.intents[i] == c.task_type))
+         else 0.0 for i, r in enumerate(c.records)], dtype=np.float64)),
     Feature("confidence", lambda c, now: np.asarray([r.confidence for r in c.records], dtype=np.float64)),
     Feature("recency", ages_days, _recency),
 )}

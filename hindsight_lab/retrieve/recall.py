@@ -17,7 +17,8 @@ from typing import Any, Mapping
 import numpy as np
 
 from ..config import RetrievalConfig
-from ..types import RECALLED, Bucket, MemoryRecord
+from ..trace.summary import key_request
+from ..types import RECALLED, Bucket, Kind, MemoryRecord
 from .classify import learns_from
 from .index import RecallIndex
 from .paths import infer_task_type
@@ -37,6 +38,7 @@ class Candidates:
     task_type: str | None = None
     task_type_source: str = "given"
     task_type_share: float = 1.0
+    intents: list[str | None] | None = None  # retrieval.classifier.intent: the type of each candidate's request
     _pos: dict[str, int] = field(default_factory=dict, repr=False)
 
     def add(self, rec: MemoryRecord, emb: np.ndarray, sim: float, lexical: float, path: str,
@@ -122,7 +124,19 @@ def recall(store: Any, index: RecallIndex, q: np.ndarray, query: str, cfg: Retri
             add(rec, emb, float(emb @ q), first)
             if rec.id in out:
                 out.add_paths(rec.id, more)
+    if cfg.classifier.intent and out.task_type is not None and cfg.classifier.method in ("logistic", "embedding"):
+        _request_types(out, index)
     return out
+
+
+def _request_types(out: Candidates, index: RecallIndex) -> None:
+    """The type the classifier gives each candidate episode's own request (rules and candidates: None)."""
+    episodes = [i for i, r in enumerate(out.records) if r.kind is Kind.EPISODE]
+    types = index.classifier.intents([key_request(out.records[i].key) if out.records[i].key
+                                      else out.records[i].content for i in episodes])
+    out.intents = [None] * len(out.records)
+    for i, t in zip(episodes, types):
+        out.intents[i] = t
 
 
 def _vector_path(store: Any, index: RecallIndex, q: np.ndarray, cfg: RetrievalConfig,

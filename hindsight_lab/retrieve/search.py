@@ -14,6 +14,7 @@ from typing import Any, Callable, Mapping, Sequence
 import numpy as np
 
 from ..config import RetrievalConfig
+from ..errors import ValidationError
 from ..trace.checks import Check
 from ..types import Hit, Kind, MemoryRecord, ScoreTerms
 from .features import feature_matrix, raw_features
@@ -68,11 +69,11 @@ class Searcher:
 
     def search(self, query: str, cfg: RetrievalConfig, *, top_k: int, now: datetime, task_type: str | None = None,
                domain: str | None = None, working: Sequence[MemoryRecord] = (),
-               overlay: Mapping[str, MemoryRecord] | None = None, explain: bool = False
-               ) -> tuple[SearchResult, Candidates]:
+               overlay: Mapping[str, MemoryRecord] | None = None, explain: bool = False,
+               query_embedding: np.ndarray | None = None) -> tuple[SearchResult, Candidates]:
         """Recall, rerank and fit to the budget; ``working`` (L1) records are injected first. Returns the result
         and the recall candidates (their ``triggered`` rules count for decay whether injected or not)."""
-        q = self.embedder.embed_query(query)
+        q = self.embedder.embed_query(query) if query_embedding is None else self._checked(query_embedding)
         cands = recall(self.store, self.index, q, query, cfg, task_type=task_type, domain=domain, overlay=overlay)
         add_partners(cands, self.store, self.index.bucket_of, q, domain, overlay)  # flagged rivals come along
         shown = shown_records(cands.records, self.index.bucket_of)  # flagged records carry their conflict mark
@@ -100,6 +101,13 @@ class Searcher:
                               injection, working=[ordered[j] for j in kept if j < len(working)],
                               n_candidates=len(cands), candidates=detail)
         return result, cands
+
+    def _checked(self, q: np.ndarray) -> np.ndarray:
+        vec = np.asarray(q, dtype=np.float32).ravel()
+        if vec.shape != (self.embedder.dim,):
+            raise ValidationError(f"search: query_embedding: expected {self.embedder.dim} numbers, the dimension "
+                                  f"of {self.embedder.name()} (got shape {np.shape(q)})")
+        return vec
 
     def _candidate_set(self, cands: Candidates, raw: Mapping[str, np.ndarray], sim: np.ndarray) -> CandidateSet:
         shown = shown_records(cands.records, self.index.bucket_of)  # line tokens as injected (conflict marks)

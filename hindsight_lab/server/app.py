@@ -146,9 +146,9 @@ def _search_tool(pool: MemoryPool, limits: Limits) -> Callable[..., SearchOut]:
             limits.text("query", query, "max_query_chars")
             limits.short(task_type=task_type, domain=domain)
             limits.top_k(top_k)
-            ns, res = pool.run(namespace, lambda mem: (
-                mem.config_.store.namespace, mem.search(query, task_type=task_type, domain=domain, top_k=top_k)),
-                search=True)
+            vector = pool.embed_query(query)  # before the namespace's turn: shares a pass with concurrent queries
+            ns, res = pool.run(namespace, lambda mem: (mem.config_.store.namespace, mem.search(
+                query, task_type=task_type, domain=domain, top_k=top_k, query_embedding=vector)), search=True)
             return search_out(ns, res)
 
     return memory_search

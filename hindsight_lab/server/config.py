@@ -60,6 +60,10 @@ class ServerConfig(Section):
     lock_wait_s: float = Field(10.0, gt=0)
     """Longest a tool call waits for its namespace (calls on one namespace take turns; other namespaces do not
     wait); past it the call fails with a "busy" tool error."""
+    batch_embeddings: bool = True
+    """Concurrent calls share model passes: a query or text that arrives while the model is busy is embedded with
+    the others waiting, in the next pass (:class:`~hindsight_lab.embed.batching.BatchingEmbedder`); a lone call
+    never waits. Searches embed their query before they wait for their namespace."""
     maintenance_interval_s: float = Field(3600.0, ge=0)
     """Seconds between runs of maintenance (decay, archive, conflicts) over every open namespace; the first run
     comes one interval after start; 0 turns the schedule off."""

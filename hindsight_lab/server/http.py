@@ -53,6 +53,9 @@ def build_http_app(server: "MCPServer", pool: MemoryPool, schedule: MaintenanceS
         body = {"status": status, "service": "hindsight-lab", "version": __version__, "store": store,
                 "namespaces": pool.namespaces(), "uptime_s": round(time.monotonic() - started, 1),
                 "maintenance": schedule.status()}
+        stats = getattr(pool.embedder_, "stats", None)
+        if callable(stats):  # server.batch_embeddings: model passes against calls
+            body["embedding"] = stats()
         if why:
             body["reason"] = why
         return JSONResponse(body, status_code=200 if status == "ok" else 503)

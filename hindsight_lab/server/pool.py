@@ -66,6 +66,10 @@ class MemoryPool:
 
         cfg = self.config
         self.embedder_ = self.embedder or embedder_for(cfg.embedder)
+        if self.settings.batch_embeddings:
+            from ..embed.batching import BatchingEmbedder
+
+            self.embedder_ = BatchingEmbedder(self.embedder_, max_batch=cfg.embedder.batch_size)
         self.embedder_.embed_query("warm up")  # load the model now, not on the first request
         postgres = is_postgres_url(cfg.store.url)  # its stores share one connection pool per process by themselves
         self._connection = Connection(self.client) if self.client is not None or postgres else connect(
@@ -113,6 +117,11 @@ class MemoryPool:
             yield
         finally:
             lock.release()
+
+    def embed_query(self, text: str) -> Any:
+        """A query's embedding, outside every namespace's lock: concurrent queries share model passes
+        (``server.batch_embeddings``)."""
+        return self.embedder_.embed_query(text)
 
     def _search(self, name: str, fn: Callable[["MemorySystem"], T]) -> T:
         with self._lock:

@@ -7,6 +7,8 @@ filters by namespace):
 * ``buckets``: per bucket the embedding model that built it and the dimension of its vectors (NULL until the first
   vector arrives);
 * ``clock`` and ``changes``: the change log every process's recall index is refreshed from (:mod:`.pgchanges`);
+* ``snapshot``: a memory's in-process state as of a change number, read at open instead of every record
+  (:mod:`.pgsnapshot`);
 * one table per bucket (``episodes``, ``candidates``, ``rules``, ``archive``), each with its own HNSW index
   (``vector_cosine_ops``): like Chroma's collection per bucket (DESIGN §1), a bucket's search filters nothing, so
   pgvector returns its ``k`` nearest without iterative scans or partial indexes. A record is ``id``, ``document``
@@ -31,7 +33,7 @@ from typing import Any
 
 from ..errors import StoreError
 from ..types import Bucket
-from . import pgchanges
+from . import pgchanges, pgsnapshot
 
 __all__ = ["MIGRATIONS", "Migration", "TABLES", "advisory_key", "bind_dimension", "create_index", "ensure_pgvector",
            "migrate", "schema_name", "schema_version", "unbind_dimension"]
@@ -67,6 +69,8 @@ MIGRATIONS: tuple[Migration, ...] = (
                # a namespace of version 1 already holds records: each is logged once, as a change before any other
                *(f"INSERT INTO {{schema}}.changes (id, seq, bucket) SELECT id, 0, '{b}' FROM {{schema}}.{t}"
                  for b, t in TABLES.items()))),
+    Migration(3, "a saved copy of a memory's in-process state, stamped with the change counter",
+              pgsnapshot.MIGRATION_STATEMENTS),
 )
 
 

@@ -31,7 +31,7 @@ import numpy as np
 
 from ..errors import EmbeddingModelMismatch, StoreError
 from ..types import BUCKETS, Bucket, MemoryRecord
-from . import pgchanges
+from . import pgchanges, pgsnapshot
 from .codec import from_row, to_metadata
 from .pgconn import Pool, acquire_pool, release_pool
 from .pgschema import TABLES, bind_dimension, create_index, migrate, schema_name, schema_version, \
@@ -163,6 +163,19 @@ class PostgresStore:
         """A committed change of this store's: its number is skipped by :meth:`changes_since`."""
         if seq is not None:
             self.own_ = getattr(self, "own_", set()) | {seq}
+
+    def save_snapshot(self, fingerprint: str, seq: int, data: bytes) -> bool:
+        """Keep a memory's in-process state as of change ``seq`` (:mod:`.pgsnapshot`); False when a state as new
+        is kept already (or the store is read-only)."""
+        pool, _ = self._ready(Bucket.EPISODE)
+        if self.read_only:
+            return False
+        return bool(pool.run("snapshot", lambda conn: pgsnapshot.save(conn, self._sql, fingerprint, seq, data)))
+
+    def load_snapshot(self, fingerprint: str) -> tuple[int, bytes] | None:
+        """``(seq, data)`` of the state saved under ``fingerprint``, or None."""
+        pool, _ = self._ready(Bucket.EPISODE)
+        return pool.run("snapshot", lambda conn: pgsnapshot.load(conn, self._sql, fingerprint))
 
     @contextmanager
     def exclusive(self) -> Iterator[None]:

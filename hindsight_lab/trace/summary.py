@@ -104,6 +104,17 @@ def episode_key(episode: Episode, key: str) -> str | None:
     raise ValueError(f"episode.key: unknown key {key!r}; expected instruction, request_tools or summary")
 
 
+def key_request(key: str) -> str:
+    r"""The request in an episode record's key (:func:`episode_key`): the key without its ``Tools:`` line.
+
+    Examples:
+        >>> key_request('Refund order 7\nTools: get_order refund'), key_request('Refund order 7')
+        ('Refund order 7', 'Refund order 7')
+    """
+    head, sep, _ = key.rpartition("\nTools: ")
+    return head if sep else key
+
+
 _IDENT = re.compile(r"^(?=.*\d)[\w.@-]{4,64}$|^[A-Z][A-Z0-9]{2,9}$")
 _NAME = re.compile(r"(?<![.!?]\s)(?<!^)\b([A-Z][a-z]{2,})\b")
 

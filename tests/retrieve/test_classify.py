@@ -123,3 +123,36 @@ def test_search_uses_the_embedding_classifier_and_relearns_after_reembed():
     mem.reembed(HashingEmbedder(dim=128))
     res = mem.search(query, now=T0 + timedelta(days=1))
     assert (res.task_type, res.task_type_source) == ("issue_refund", "inferred")
+
+
+def test_intents_give_each_text_the_type_predict_gives_it():
+    clf = TaskTypeClassifier(max_per_type=10, min_votes=2, min_share=0.4)
+    for i, text in enumerate(REFUNDS):
+        clf.add(f"r{i}", text, "issue_refund", float(i))
+    for i, text in enumerate(ADDRESSES):
+        clf.add(f"a{i}", text, "update_address", float(i))
+    texts = ["Alice Chen in Denver wants a refund for order 9911", "Please update the address of Dmitri Novak",
+             "weather"]
+    assert clf.intents(texts) == [clf.predict(t)[0] for t in texts]
+    assert clf.intents(texts)[:2] == ["issue_refund", "update_address"]
+    assert clf.intents([]) == []
+
+
+def test_with_intent_a_retry_whose_run_went_another_way_matches_the_query_type():
+    # a failed run of an address change whose agent issued a refund derives the refund type from its run; by its
+    # request it is an address change, as the query is (the classifier learns from successes: what a task needed)
+    cfg, mem = _refunds_and_addresses("logistic")
+    cfg = cfg.with_params({"retrieval.classifier.learn_from": "successes"})
+    retry = "Change the delivery address of Dmitri Novak to 4 Elm Road"
+    mem.write_episode(episode("retry", retry, ["lookup_order", "issue_refund"], outcome="failure"),
+                      now=T0 + timedelta(hours=8))
+    query = "Change the delivery address of Dmitri Novak to 4 Elm Road, please"
+
+    def task_type_term(config: LabConfig) -> tuple[str | None, float]:
+        m = MemorySystem(config, store=mem.store, embedder=mem.embedder).open()
+        res = m.search(query, now=T0 + timedelta(days=1), explain=True)
+        row = [i for i, r in enumerate(res.candidates.records) if r.source_episode_ids == ("retry",)][0]
+        return res.task_type, float(res.candidates.raw["task_type"][row])
+
+    assert task_type_term(cfg) == ("update_address", 0.0)  # by its derived type, not a match (the control)
+    assert task_type_term(cfg.with_params({"retrieval.classifier.intent": True})) == ("update_address", 1.0)

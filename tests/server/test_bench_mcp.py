@@ -26,6 +26,10 @@ def test_eight_clients_two_hundred_operations_each_lose_nothing(tmp_path: Path, 
     assert figures["expected_records"] == figures["writes_acked"] + figures["episodes_acked"] > 500
     assert figures["stored_records"] == figures["expected_records"]
     assert figures["server_exit_code"] == 0
+    # every search, write and episode embedded through the server's batching embedder (one warm-up call too)
+    emb = figures["embedding"]
+    assert emb["texts"] >= emb["calls"] > figures["operations"] - figures["latency_ms"]["feedback"]["n"]
+    assert 1 <= emb["passes"] <= emb["calls"] and emb["largest"] >= 1
     for op in ("all", "write", "search", "feedback", "reflect"):
         lat = figures["latency_ms"][op]
         assert lat["n"] > 0 and 0 < lat["p50"] <= lat["p95"] <= lat["max"], (op, lat)
@@ -63,3 +67,29 @@ def test_several_servers_need_a_store_several_processes_may_write(tmp_path) -> N
 
     with pytest.raises(ConfigError, match="--servers 2: several server processes need .*postgresql"):
         run_mcp_bench(LabConfig(), servers=2, store=str(tmp_path / "folder"))
+
+
+def test_compare_needs_postgres_and_several_servers(tmp_path) -> None:
+    from hindsight_lab import LabConfig
+    from hindsight_lab.bench.mcp import run_mcp_comparison
+    from hindsight_lab.errors import ConfigError
+
+    with pytest.raises(ConfigError, match="--compare runs Chroma against Postgres"):
+        run_mcp_comparison(LabConfig(), store=str(tmp_path / "folder"), servers=2)
+    with pytest.raises(ConfigError, match="--servers 1"):
+        run_mcp_comparison(LabConfig(), store="postgresql://h@127.0.0.1/db", servers=1)
+
+
+@pytest.mark.postgres
+@pytest.mark.slow  # four server processes start, one setup after the other
+def test_compare_runs_chroma_then_postgres_with_one_and_two_servers(postgres_url, tmp_path, capsys) -> None:
+    out = tmp_path / "mcp.json"
+    assert main(["bench", "--mcp", "--compare", "--servers", "2", "--clients", "2", "--ops", "15", "--store",
+                 postgres_url, "--set", "embedder.model=hashing-256", "--out", str(out)]) == 0
+    figures = json.loads(out.read_text())
+    assert [(r["store"], r["servers"]) for r in figures["setups"]] == [("embedded", 1), ("postgres", 1),
+                                                                        ("postgres", 2)]
+    assert all(r["errors"] == 0 and r["lost_writes"] == 0 and r["operations"] == 30 for r in figures["setups"])
+    best = max(r["throughput_ops_s"] for r in figures["setups"][1:])
+    assert figures["best_postgres_vs_chroma"] == pytest.approx(best / figures["setups"][0]["throughput_ops_s"])
+    assert "best Postgres setup:" in capsys.readouterr().out

@@ -97,3 +97,49 @@ def test_on_postgres_a_search_does_not_wait_behind_a_write(backend, postgres_url
                     search=True)
     assert "Call lookup_order before cancel_order" in hits  # the search memory caught up with the write
     pool.close()
+
+
+def test_searches_waiting_for_their_namespace_have_embedded_their_queries_together(tmp_path: Path) -> None:
+    # issue 20, item 3: concurrent query embeddings share model passes, and a search embeds its query before it
+    # waits for its namespace (the namespace is held here by a write until every query is embedded)
+    import threading
+    import time
+
+    from hindsight_lab.server.app import _search_tool
+    from hindsight_lab.server.limits import Limits
+
+    class SlowModel(HashingEmbedder):
+        def __init__(self) -> None:
+            super().__init__(dim=64)
+            self.passes: list[list[str]] = []
+
+        def embed(self, texts):
+            self.passes.append(list(texts))
+            time.sleep(0.2)
+            return super().embed(texts)
+
+    model = SlowModel()
+    settings = ServerConfig(lock_wait_s=30)
+    pool = MemoryPool(LabConfig().with_params({"store.path": str(tmp_path / "store")}), settings,
+                      embedder=model).open()
+    pool.run(None, lambda mem: mem.write("Call verify_identity before issue_refund", confidence=0.8))
+    search = _search_tool(pool, Limits(settings))
+    queries = [f"refund request number {i}" for i in range(6)]
+    answers: dict[str, list[str]] = {}
+    model.passes.clear()
+    with _held(pool):
+        threads = [threading.Thread(target=lambda q=q: answers.__setitem__(q, search(q).hits)) for q in queries]
+        for t in threads:
+            t.start()
+            time.sleep(0.02)
+        deadline = time.monotonic() + 10
+        while sum(map(len, model.passes)) < len(queries) and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert not answers  # every search still waits for the namespace ...
+        assert sorted(t for p in model.passes for t in p) == sorted(queries)  # ... with its query embedded
+        assert len(model.passes) == 2  # in two passes: the first query alone, the five that came meanwhile
+    for t in threads:
+        t.join(10)
+    direct = pool.run(None, lambda mem: [len(mem.search(q).hits) for q in queries])
+    assert [len(answers[q]) for q in queries] == direct and all(direct)
+    pool.close()

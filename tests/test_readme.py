@@ -519,6 +519,11 @@ README_MAP: list[tuple[str, tuple[str, ...] | Instead]] = [
     (r"export --run-id RUN_ID -o tuned\.yaml", _runs("export --run-id {RUN_ID} -o tuned.yaml")),
     (r"live --systems none,dense,hindsight --seeds 0,1,2 \[--config FILE\]",
      Instead("minutes: 3 seeds × 240 tasks of the live environment", ("tests/replay/test_live.py",))),
+    (r"lures --seeds 0,1,2 --systems hindsight --config experiments/configs/lure-resistant-intent\.yaml",
+     Instead("minutes: 3 seeds × 60 lure pairs, each replayed in fresh stores", ("tests/replay/test_lures.py",))),
+    (r"replay tau-bench-airline-dev --no-mlflow --config experiments/configs/lure-resistant-intent\.yaml",
+     Instead("the full-size development split, fetched or beside the checkout; the suite replays the sample and "
+             "tests the request typing", ("tests/replay/test_replay.py", "tests/retrieve/test_classify.py"))),
     (r"lures --seeds 0,1,2 \[--systems dense,hindsight\] \[--config FILE\]",
      Instead("minutes: 3 seeds × 60 lure pairs, each replayed in fresh stores", ("tests/replay/test_lures.py",))),
     (r"conflicts --store memory-store --png conflicts\.png",

@@ -6,7 +6,8 @@ import threading
 from abc import ABC, abstractmethod
 from collections import OrderedDict
 from collections.abc import Callable, Sequence
-from typing import NamedTuple, overload
+from pathlib import Path
+from typing import Any, NamedTuple, overload
 
 import numpy as np
 
@@ -139,3 +140,26 @@ class BaseEmbedder(ABC):
         ours are per-instance, and the store records :meth:`name` in the collection metadata itself.
         """
         return True
+
+
+class WrappingEmbedder(BaseEmbedder):
+    """An embedder in front of another (``wrapped``): its name, dimension, tokenizer and query-cache size are the
+    wrapped one's, so stores and token counts cannot tell the two apart."""
+
+    wrapped: Any
+
+    def __init__(self, inner: Any) -> None:
+        self.wrapped = inner
+        self.query_cache_size = int(getattr(inner, "query_cache_size", 1024))
+
+    def name(self) -> str:
+        return str(self.wrapped.name())
+
+    @property
+    def dim(self) -> int:
+        return int(self.wrapped.dim)
+
+    def tokenizer_path(self) -> Path | None:
+        """The wrapped embedder's tokenizer folder, so the token counter is the same."""
+        fn = getattr(self.wrapped, "tokenizer_path", None)
+        return fn() if callable(fn) else None

@@ -20,12 +20,11 @@ Examples:
 from __future__ import annotations
 
 import threading
-from pathlib import Path
 from typing import Any, Sequence
 
 import numpy as np
 
-from hindsight_lab.embed._base import BaseEmbedder, check_texts
+from hindsight_lab.embed._base import WrappingEmbedder, check_texts
 
 
 class _Call:
@@ -37,7 +36,7 @@ class _Call:
         self.error: BaseException | None = None
 
 
-class BatchingEmbedder(BaseEmbedder):
+class BatchingEmbedder(WrappingEmbedder):
     """Wraps ``inner`` (its name, dimension, tokenizer and query-cache size are reported as its own).
 
     Args:
@@ -46,24 +45,12 @@ class BatchingEmbedder(BaseEmbedder):
     """
 
     def __init__(self, inner: Any, max_batch: int = 64) -> None:
-        self.wrapped, self.max_batch = inner, int(max_batch)
-        self.query_cache_size = int(getattr(inner, "query_cache_size", 1024))
+        super().__init__(inner)
+        self.max_batch = int(max_batch)
         self._cond = threading.Condition()
         self._queue: list[_Call] = []
         self._busy = False
         self._calls = self._passes = self._texts = self._largest = 0
-
-    def name(self) -> str:
-        return str(self.wrapped.name())
-
-    @property
-    def dim(self) -> int:
-        return int(self.wrapped.dim)
-
-    def tokenizer_path(self) -> Path | None:
-        """The wrapped embedder's tokenizer folder, so the token counter is the same."""
-        fn = getattr(self.wrapped, "tokenizer_path", None)
-        return fn() if callable(fn) else None
 
     def stats(self) -> dict[str, Any]:
         """Calls, model passes, texts embedded, the largest pass and the mean texts per pass."""

@@ -16,15 +16,14 @@ Examples:
 
 from __future__ import annotations
 
-from pathlib import Path
 from typing import Any, Iterable, Sequence
 
 import numpy as np
 
-from hindsight_lab.embed._base import BaseEmbedder, check_texts
+from hindsight_lab.embed._base import WrappingEmbedder, check_texts
 
 
-class PrefetchedEmbedder(BaseEmbedder):
+class PrefetchedEmbedder(WrappingEmbedder):
     """Wraps ``inner``; ``texts`` are embedded at construction, in the inner embedder's batches.
 
     Args:
@@ -37,25 +36,12 @@ class PrefetchedEmbedder(BaseEmbedder):
         known: dict[str, np.ndarray] = {}
         if isinstance(inner, PrefetchedEmbedder):  # prefetching again: keep its vectors, wrap what it wraps
             known, inner = dict(inner._known), inner.wrapped
-        self.wrapped = inner
-        self.query_cache_size = int(getattr(inner, "query_cache_size", 1024))
+        super().__init__(inner)
         unique = [t for t in dict.fromkeys(texts) if t not in known]
         if unique:
             known.update(zip(unique, inner.embed(unique)))
         self._known = known
         self.misses = 0
-
-    def name(self) -> str:
-        return str(self.wrapped.name())
-
-    @property
-    def dim(self) -> int:
-        return int(self.wrapped.dim)
-
-    def tokenizer_path(self) -> Path | None:
-        """The wrapped embedder's tokenizer folder, so the token counter is the same."""
-        fn = getattr(self.wrapped, "tokenizer_path", None)
-        return fn() if callable(fn) else None
 
     def embed(self, texts: Sequence[str]) -> np.ndarray:
         texts = check_texts(texts, "embed")

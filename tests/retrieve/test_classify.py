@@ -25,12 +25,18 @@ def test_mask_entities_hides_names_numbers_and_emails_but_not_sentence_starts():
     assert mask_entities("I want to cancel. My name is Bob.") == "I want to cancel. My name is <name>."
 
 
-def test_predicts_the_wording_of_a_type_not_its_entities():
-    clf = TaskTypeClassifier(max_per_type=10, min_votes=2, min_share=0.4)
+def _trained(**kw) -> TaskTypeClassifier:
+    """A classifier that learnt the refunds and the address changes."""
+    clf = TaskTypeClassifier(**kw)
     for i, text in enumerate(REFUNDS):
         clf.add(f"r{i}", text, "issue_refund", float(i))
     for i, text in enumerate(ADDRESSES):
         clf.add(f"a{i}", text, "update_address", float(i))
+    return clf
+
+
+def test_predicts_the_wording_of_a_type_not_its_entities():
+    clf = _trained(max_per_type=10, min_votes=2, min_share=0.4)
     # the same customer and city as an address change, but a refund request
     label, share = clf.predict("Alice Chen in Denver wants a refund for order 9911")
     assert label == "issue_refund" and share > 0.4
@@ -126,11 +132,7 @@ def test_search_uses_the_embedding_classifier_and_relearns_after_reembed():
 
 
 def test_intents_give_each_text_the_type_predict_gives_it():
-    clf = TaskTypeClassifier(max_per_type=10, min_votes=2, min_share=0.4)
-    for i, text in enumerate(REFUNDS):
-        clf.add(f"r{i}", text, "issue_refund", float(i))
-    for i, text in enumerate(ADDRESSES):
-        clf.add(f"a{i}", text, "update_address", float(i))
+    clf = _trained(max_per_type=10, min_votes=2, min_share=0.4)
     texts = ["Alice Chen in Denver wants a refund for order 9911", "Please update the address of Dmitri Novak",
              "weather"]
     assert clf.intents(texts) == [clf.predict(t)[0] for t in texts]

@@ -61,9 +61,13 @@ class State(NamedTuple):
 def fingerprint(config: Any, embedding_model: str) -> str:
     """What a saved state depends on besides the records: this format, the package version, the embedding model
     and the config of the classifier, the evidence and the trigger rules."""
-    from .. import __version__
+    from importlib import metadata
 
-    parts = {"format": FORMAT, "version": __version__, "embedding_model": embedding_model,
+    try:  # the installed distribution's (the engine does not import the package above it)
+        version = metadata.version("hindsight-lab")
+    except metadata.PackageNotFoundError:
+        version = "unknown"
+    parts = {"format": FORMAT, "version": version, "embedding_model": embedding_model,
              "classifier": config.retrieval.classifier.model_dump(mode="json"),
              "episode": config.episode.model_dump(mode="json"),
              "triggers": config.reflect.triggers.model_dump(mode="json")}

@@ -5,8 +5,15 @@ It never invents text: every rule names the tools and errors of the traces it sa
 - A **failure with an error**: the tool that failed, its error and what preceded it, and — when related episodes of
   the same task_type succeeded — the path they took.
 - A **failure without an error**: the path that did not complete the task, against the successful path of related
-  episodes (of the same task_type, else any related success that went on to change state).
+  episodes (of the same task_type; else, when it changed state, a related success that took the same last step —
+  where a task type is a whole set of tools, as in tau2 telecom, few runs share one; else any related success that
+  went on to change state).
 - A **success**: the tool order that worked for its task_type.
+
+A failure's rule that learns from a successful path is worded by the step its check guards ("Before X, call A → B
+first."), so that failures of other task types at the same step propose the same rule. A check's tools before the
+step are the ones that told success from failure among the runs at hand (the episode and its related ones that
+reached the step), else the ones closest to the step.
 
 Counter-examples come from related episodes where the rule did not hold: the same order that still failed, another
 order that also worked, or related tasks of another type. Without any, the reflection is rejected by validation
@@ -62,15 +69,42 @@ def _generalise(text: str) -> str:
     return _ID.sub("<id>", text)
 
 
-def _order_check(path: Sequence[str], changing: set[str], before: int = CHECK_BEFORE) -> dict[str, Any]:
+def _order_check(path: Sequence[str], changing: set[str], before: int = CHECK_BEFORE,
+                 runs: Sequence[CompressedEpisode] = ()) -> dict[str, Any]:
     """The rule's checkable form (:mod:`hindsight_lab.trace.checks`): the path's last state-changing tool is the
-    step it guards, and the ``before`` tools first called right before it the order it checks — the part of the
-    order closest to the step, so that the check stays true to the rule and runs that took another way to the step
-    can still be told apart. None when nothing changed state or nothing precedes the step."""
+    step it guards, and up to ``before`` of the tools the path called before it the order it checks.
+
+    Which ones: the prerequisites that told success from failure in ``runs`` (the episode and its related ones)
+    that reached the step — a run that called the tool before the step succeeded more often than one that did not
+    (:func:`_contrast`) — in path order; when no tool did, the tools closest to the step. None when nothing changed
+    state or nothing precedes the step."""
     target = next((t for t in reversed(path) if t in changing), None)
     if target is None or path.index(target) == 0:
         return {}
-    return {"check": {"kind": "order", "tools": [*path[:path.index(target)][-before:], target]}}
+    prior = path[:path.index(target)]
+    telling = sorted((t for t in prior if _contrast(t, target, runs) > 0), key=lambda t: -_contrast(t, target, runs))
+    chosen = [t for t in prior if t in telling[:before]] or list(prior[-before:])
+    return {"check": {"kind": "order", "tools": [*chosen, target]}}
+
+
+def _step_rule(check: dict[str, Any]) -> str:
+    """A rule about the step its check guards: "Before X, call A → B first."."""
+    *prior, target = check["check"]["tools"]
+    return f"Before {target}, call {_arrow(prior)} first."
+
+
+def _contrast(tool: str, target: str, runs: Sequence[CompressedEpisode]) -> float:
+    """How much more often the ``runs`` that reached ``target`` succeeded when they had called ``tool`` before it
+    than when they had not, each rate with one success and one failure added (Laplace): 0 without evidence."""
+    counts = {True: [0, 0], False: [0, 0]}
+    for r in runs:
+        if target in r.tools:
+            followed = tool in r.tools[:r.tools.index(target)]
+            counts[followed][r.outcome == "success"] += 1
+    (fx, fo), (ix, io) = counts[True], counts[False]
+    if not (fo + fx) or not (io + ix):
+        return 0.0
+    return (fo + 1) / (fo + fx + 2) - (io + 1) / (io + ix + 2)
 
 
 def _changing(ep: CompressedEpisode, related: Sequence[CompressedEpisode]) -> set[str]:
@@ -127,6 +161,7 @@ class HeuristicReflector:
     def _success(ep: CompressedEpisode, tt: str, same: list[CompressedEpisode], succ_paths: Counter
                  ) -> dict[str, Any]:
         path = _path(ep)
+        check = _order_check(path, set(ep.state_changing), runs=[ep, *same])
         support = succ_paths.get(path, 0)
         failed_same_path = [r for r in same if r.outcome != "success" and _path(r) == path]
         other_ok = [(p, n) for p, n in succ_paths.most_common() if p != path]
@@ -138,7 +173,7 @@ class HeuristicReflector:
                                            + (f"; {support} similar run(s) succeeded the same way" if support else ""),
                 "reusable_rule": f"For {tt} tasks, call {_arrow(path)} in this order.",
                 "confidence": 0.55 + 0.1 * support - 0.1 * len(failed_same_path), "counter": counter,
-                **_order_check(path, set(ep.state_changing))}
+                **check}
 
     @staticmethod
     def _failure(ep: CompressedEpisode, tt: str, same: list[CompressedEpisode],
@@ -149,6 +184,11 @@ class HeuristicReflector:
             alt = next((_path(r) for r in related if r.outcome == "success" and r.state_changing
                         and _path(r) != path), None)
             alt_n = 1 if alt else 0
+        elif alt is None:  # no success of its type: related successes that took the same last step
+            step = ep.state_changing[-1]
+            reached = Counter(_path(r) for r in related if r.outcome == "success" and step in r.state_changing
+                              and _path(r) != path)
+            alt, alt_n = next(iter(reached.most_common(1)), (None, 0))
         if not path and alt is None:
             return {"nothing": "no tool call to learn from, and no related run that succeeded"}
         if ep.errors:
@@ -165,10 +205,13 @@ class HeuristicReflector:
                     "why_it_worked_or_failed": f"{tool} returned the error: {_short(err, 120)}",
                     "reusable_rule": rule, "counter": counter,
                     "confidence": (0.5 + 0.1 * alt_n if alt else 0.45) + 0.05 * len(repeats),
-                    **_order_check(alt or (), _changing(ep, related))}
+                    **_order_check(alt or (), _changing(ep, related), runs=[ep, *related])}
         same_path_ok = [r for r in same if r.outcome == "success" and _path(r) == path]
         counter = [f"{r.episode_id} followed the same order and succeeded" for r in same_path_ok]
-        if alt:
+        check = _order_check(alt or (), _changing(ep, related), runs=[ep, *related])
+        if alt and check:
+            rule = _step_rule(check)
+        elif alt:
             rule = f"For {tt} tasks, {_arrow(path)} did not complete the task; successful similar runs called " \
                    f"{_arrow(alt)}."
         else:
@@ -179,7 +222,7 @@ class HeuristicReflector:
                 "why_it_worked_or_failed": "the final state did not match what the user asked for",
                 "reusable_rule": rule,
                 "confidence": (0.5 + 0.1 * alt_n - 0.1 * len(same_path_ok)) if alt else 0.4, "counter": counter,
-                **_order_check(alt or (), _changing(ep, related))}
+                **check}
 
     @staticmethod
     def _trigger(ep: CompressedEpisode) -> dict[str, list[str]] | None:

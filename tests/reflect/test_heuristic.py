@@ -1,0 +1,64 @@
+"""The heuristic reflector's checkable rules: a failure's rule worded by the step it guards, their prerequisites chosen by what told
+success from failure among the runs at hand, and a failure whose task type never succeeded learning from related
+successes that took its last step."""
+
+from __future__ import annotations
+
+from hindsight_lab.reflect.compress import CompressedEpisode
+from hindsight_lab.reflect.heuristic import HeuristicReflector, _contrast, _order_check
+from hindsight_lab.reflect.schema import Reflection
+
+READ = ("get_customer", "check_status", "check_signal", "read_manual")
+
+
+def _ep(eid: str, tools: tuple[str, ...], outcome: str, task_type: str | None = None) -> CompressedEpisode:
+    return CompressedEpisode(episode_id=eid, task_id=f"task-{eid}", domain="telecom",
+                             instruction=f"My phone has no signal, case {eid}",
+                             task_type=task_type or "+".join(sorted(t for t in tools if t not in READ)),
+                             outcome=outcome, failure_cause="strategy" if outcome == "failure" else None, tools=tools,
+                             calls=tuple(f"{t}()" for t in tools), decisions=(), errors=(), final_answer=None,
+                             feedback=(), n_steps=len(tools))
+
+
+def test_contrast_is_how_much_more_often_the_runs_that_called_a_tool_first_succeeded():
+    runs = [_ep("a", ("check_signal", "reboot"), "success"), _ep("b", ("check_signal", "reboot"), "success"),
+            _ep("c", ("get_customer", "reboot"), "failure")]
+    assert _contrast("check_signal", "reboot", runs) == 3 / 4 - 1 / 3
+    assert _contrast("get_customer", "reboot", runs) == 1 / 3 - 3 / 4
+    assert _contrast("check_signal", "toggle_data", runs) == 0.0  # no run reached that step
+    assert _contrast("read_manual", "reboot", runs[:2]) == 0.0  # nobody called it: nothing to compare
+
+
+def test_the_check_keeps_the_prerequisite_that_told_success_from_failure_not_the_nearest_tools():
+    path = ("check_signal", "get_customer", "check_status", "reboot")
+    runs = [_ep("a", path, "success"), _ep("b", ("check_signal", "reboot"), "success"),
+            _ep("c", ("get_customer", "check_status", "reboot"), "failure"),
+            _ep("d", ("get_customer", "check_status", "reboot"), "failure")]
+    assert _order_check(path, {"reboot"}, runs=runs)["check"]["tools"] == ["check_signal", "reboot"]
+    # with nothing to tell the tools apart, the tools closest to the step (as before)
+    assert _order_check(path, {"reboot"})["check"]["tools"] == ["get_customer", "check_status", "reboot"]
+
+
+def test_a_failure_rule_with_a_check_is_worded_by_its_step_so_other_task_types_propose_the_same_rule():
+    refl = HeuristicReflector()
+    a = refl.reflect(_ep("a", ("check_signal", "reboot", "toggle_data"), "failure"),
+                     [_ep("s1", ("check_signal", "reseat_sim", "toggle_data"), "success")])
+    b = refl.reflect(_ep("b", ("check_signal", "toggle_roaming", "toggle_data"), "failure"),
+                     [_ep("s2", ("check_signal", "reseat_sim", "toggle_data"), "success")])
+    assert isinstance(a, Reflection) and isinstance(b, Reflection)
+    assert a.task_type != b.task_type  # two task types (their sets of tools) ...
+    # ... one rule: what the success did before the step and the failure did not (both checked the signal)
+    assert a.reusable_rule == b.reusable_rule == "Before toggle_data, call reseat_sim first."
+    assert a.check == b.check == {"kind": "order", "tools": ["reseat_sim", "toggle_data"]}
+
+
+def test_a_failure_whose_type_never_succeeded_learns_from_a_success_that_took_its_last_step():
+    failed = _ep("f", ("get_customer", "toggle_data"), "failure")
+    other_step = _ep("s1", ("check_signal", "reboot"), "success")  # succeeded at another step: not its lesson
+    same_step = _ep("s2", ("check_signal", "reseat_sim", "toggle_data"), "success")
+    out = HeuristicReflector().reflect(failed, [other_step, same_step])
+    assert isinstance(out, Reflection)
+    assert out.check == {"kind": "order", "tools": ["check_signal", "reseat_sim", "toggle_data"]}
+    assert out.reusable_rule == "Before toggle_data, call check_signal → reseat_sim first."
+    alone = HeuristicReflector().reflect(failed, [other_step])  # no success reached toggle_data: no check
+    assert not isinstance(alone, Reflection) or alone.check is None

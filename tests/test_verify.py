@@ -122,3 +122,22 @@ def test_no_lucky_rule_reaches_l3_on_the_synthetic_lucky_scenario(minilm, tmp_pa
         system.close()
     assert candidates or rules  # it did reflect
     assert not [r.id for r in rules if set(r.source_episode_ids) & lucky]
+
+
+@pytest.mark.parametrize("same_check", [True, False])
+def test_rules_with_the_same_check_merge_whatever_their_wording_and_task_type(hashing, same_check) -> None:
+    mem = _mem(hashing, **{"dedup.same_check": same_check})
+    mem.write("For refund tasks, call lookup_order → verify_identity → issue_refund in this order.",
+              task_type="issue_refund", confidence=0.5, counter_examples=["digital goods"],
+              source_episode_ids=["e1"], check=CHECK)
+    mem.write("Before issue_refund, call verify_identity first.", task_type="issue_refund+ship_replacement",
+              confidence=0.5, counter_examples=["gift cards"], source_episode_ids=["e2"], check=CHECK)
+    mem.write("Before issue_refund, call lookup_order first.", task_type="issue_refund", confidence=0.5,
+              counter_examples=["gift cards"], source_episode_ids=["e3"],
+              check={"kind": "order", "tools": ["lookup_order", "issue_refund"]})  # another claim: kept apart
+    cands = sorted(mem.records(Kind.CANDIDATE), key=lambda r: -r.hit_count)
+    if same_check:  # the same verifiable claim: one candidate with both sources
+        assert [c.hit_count for c in cands] == [2, 1]
+        assert set(cands[0].source_episode_ids) == {"e1", "e2"} and cands[0].content.startswith("For refund")
+    else:  # unlike texts, other task types: apart, as before
+        assert [c.hit_count for c in cands] == [1, 1, 1]

@@ -50,6 +50,10 @@ class DedupConfig(Section):
     """Cosine similarity at or above which a new rule merges into the nearest existing one."""
     same_task_type: bool = Field(True, json_schema_extra=affects(WRITE))
     """Merge only records of the same task_type when both have one."""
+    same_check: bool = Field(True, json_schema_extra=affects(WRITE))
+    """A rule with a checkable form also merges into one with the same check (the same tools in the same order
+    before the same step), whatever their wording and task types: the two make the same claim, and later runs
+    verify them alike (:mod:`hindsight_lab.memory.verify`)."""
 
 
 class PromotionConfig(Section):

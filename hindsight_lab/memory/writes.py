@@ -189,11 +189,15 @@ class Writes:
 
     def nearest_match(self, bucket: Bucket, rec: MemoryRecord, emb: np.ndarray
                       ) -> tuple[MemoryRecord, np.ndarray] | None:
-        """The nearest record of ``bucket`` that ``rec`` duplicates: within ``dedup.similarity``, of the same
-        task_type where both have one (``dedup.same_task_type``), and not contradicting it."""
+        """The record of ``bucket`` that ``rec`` duplicates: one with the same check (``dedup.same_check``), else the
+        nearest within ``dedup.similarity``, of the same task_type where both have one (``dedup.same_task_type``);
+        never one it contradicts."""
         cfg = self.config.dedup
         if not self.index.count(bucket):
             return None
+        same = self._same_check(bucket, rec) if cfg.same_check else None
+        if same is not None:
+            return same
         for other, sim, other_emb in self.store.query(bucket, emb, 5):
             if sim < cfg.similarity:
                 break
@@ -203,6 +207,17 @@ class Writes:
             if self._contradicts(rec, other):
                 continue  # opposite orders embed close together: never merge them (issue 6)
             return other, other_emb
+        return None
+
+    def _same_check(self, bucket: Bucket, rec: MemoryRecord) -> tuple[MemoryRecord, np.ndarray] | None:
+        """The first record (by id) of ``bucket`` whose check is ``rec``'s, and that it does not contradict."""
+        check = Check.of((rec.attrs or {}).get("check"))
+        if check is None:
+            return None
+        ids = sorted(rid for rid in self.checked.get(check.target, ()) if self.index.bucket_of(rid) == bucket)
+        for other, emb in self.store.get(bucket, ids):
+            if Check.of((other.attrs or {}).get("check")) == check and not self._contradicts(rec, other):
+                return other, emb
         return None
 
     def _contradicts(self, a: MemoryRecord, b: MemoryRecord) -> bool:

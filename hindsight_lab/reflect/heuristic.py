@@ -82,8 +82,9 @@ def _order_check(path: Sequence[str], changing: set[str], before: int = CHECK_BE
     if target is None or path.index(target) == 0:
         return {}
     prior = path[:path.index(target)]
-    telling = sorted((t for t in prior if _contrast(t, target, runs) > 0), key=lambda t: -_contrast(t, target, runs))
-    chosen = [t for t in prior if t in telling[:before]] or list(prior[-before:])
+    contrast = {t: _contrast(t, target, runs) for t in prior}
+    telling = sorted((t for t in prior if contrast[t] > 0), key=lambda t: -contrast[t])[:before]
+    chosen = [t for t in prior if t in telling] or list(prior[-before:])
     return {"check": {"kind": "order", "tools": [*chosen, target]}}
 
 
@@ -161,7 +162,6 @@ class HeuristicReflector:
     def _success(ep: CompressedEpisode, tt: str, same: list[CompressedEpisode], succ_paths: Counter
                  ) -> dict[str, Any]:
         path = _path(ep)
-        check = _order_check(path, set(ep.state_changing), runs=[ep, *same])
         support = succ_paths.get(path, 0)
         failed_same_path = [r for r in same if r.outcome != "success" and _path(r) == path]
         other_ok = [(p, n) for p, n in succ_paths.most_common() if p != path]
@@ -173,7 +173,7 @@ class HeuristicReflector:
                                            + (f"; {support} similar run(s) succeeded the same way" if support else ""),
                 "reusable_rule": f"For {tt} tasks, call {_arrow(path)} in this order.",
                 "confidence": 0.55 + 0.1 * support - 0.1 * len(failed_same_path), "counter": counter,
-                **check}
+                **_order_check(path, set(ep.state_changing), runs=[ep, *same])}
 
     @staticmethod
     def _failure(ep: CompressedEpisode, tt: str, same: list[CompressedEpisode],

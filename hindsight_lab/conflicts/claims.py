@@ -44,6 +44,7 @@ _ASKING = frozenset({"ask", "request", "tell", "remind", "instruct", "require", 
                      "invite", "expect", "get"})
 _INSTRUMENT_PREP = frozenset({"with", "through", "using", "via"})
 _CHANNEL_PREP = frozenset({"by", "via", "through", "over", "using", "with", "on", "in", "per", "to", "into"})
+_MEDIUM = frozenset(stem(w) for w in ("message", "messages", "call", "calls", "notification", "notifications"))
 _TOOL_NOUNS = frozenset({"tool", "api", "endpoint", "function", "command", "system", "platform", "spreadsheet",
                          "database", "service", "console", "tracker", "workflow", "bot", "script"})
 #: Capitalised words that are not names of tools.
@@ -188,8 +189,11 @@ def _channels(main: list[Token]) -> tuple[set[str], set[int]]:
         if cls is None:
             continue
         nxt = main[i + 1] if i + 1 < len(main) else None
-        verb = i == 0 and is_verb(t.text)  # an imperative: "e-mail receipts to the customer"
-        if not verb and nxt is not None and (nxt.is_content or nxt.kind == "ident"):
+        # an imperative ("e-mail receipts to the customer") or a gerund after a preposition ("by emailing payroll")
+        verb = (i == 0 and is_verb(t.text)) or (t.text.endswith("ing") and i > 0 and main[i - 1].text in _CHANNEL_PREP)
+        # "by text message", "by phone call": the channel names the medium of a message, not a kind of thing
+        medium = nxt is not None and nxt.stem in _MEDIUM
+        if not verb and not medium and nxt is not None and (nxt.is_content or nxt.kind == "ident"):
             continue
         k = _skip_back(main, i - 1)
         if k >= 0 and main[k].is_content and main[k].stem not in CHANNELS:  # "through the customer portal"
@@ -227,6 +231,13 @@ def _instruments(cl: Clause) -> list[Instrument]:
     return [Instrument(frozenset(tools), purpose - {stem(n) for n in _TOOL_NOUNS}, parts)]
 
 
+def _precondition(condition: list[Token]) -> bool:
+    """Whether a condition is a precondition of the clause's action ("call X *only when* the charge has
+    succeeded"): an ordering of two steps (see :mod:`.orders`), which says nothing about the situation the rule
+    holds in, so it does not set two rules apart as a condition does."""
+    return [t.text for t in condition[:2]] in (["only", "when"], ["only", "if"], ["only", "once"])
+
+
 # ---------------------------------------------------------------------------------------------------- analyse
 @lru_cache(maxsize=16384)
 def analyse(text: str) -> Analysis:
@@ -247,6 +258,7 @@ def analyse(text: str) -> Analysis:
             instruments += [i if i.purpose else replace(i, purpose=around - i.tools) for i in _instruments(cl)]
             found += quantities(cl.main, bound_negated(cl.main) != negative(cl.main))
             main |= _clean(cl.main)
-            cond |= _clean(cl.condition)
+            if not _precondition(cl.condition):
+                cond |= _clean(cl.condition)
     return Analysis(text, tuple(orders(sents)), tuple(statements), tuple(instruments), tuple(found),
                     frozenset(main), frozenset(cond))

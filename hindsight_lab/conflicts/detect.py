@@ -34,6 +34,8 @@ from .quantities import compatible_bounds
 from .text import overlap
 
 KINDS: tuple[str, ...] = ("order", "negation", "tool", "quantity")
+#: Units that say how much but not of what (see :mod:`.quantities`).
+_GENERIC_UNITS = frozenset({"money", "percent", "duration", "tim"})
 
 
 @dataclass(frozen=True, slots=True)
@@ -196,6 +198,12 @@ class OfflineDetector:
                 if overlap(qx.unit, qy.unit) < 0.5:
                     continue
                 cx, cy = qx.context, qy.context
+                if not (qx.unit | qy.unit) & _GENERIC_UNITS:
+                    # a unit that names a thing ("three replicas", "two alternative flights", "25 kg") says what
+                    # is counted; the verbs around it ("offer" / "present", "run" / "are enough") do not set
+                    # two clauses apart. A generic unit (money, time, a share) needs them: "refund up to $50" is
+                    # not "charge at least $75"
+                    cx, cy = cx - qx.verbs, cy - qy.verbs
                 close = soft_overlap(cx, cy) if cx and cy else 1.0
                 # both say things the other does not ("between search calls" / "between free bags"): apart
                 if cx and cy and (close < self.min_overlap or (cx - cy and cy - cx and close < 0.75)
@@ -263,8 +271,15 @@ def _same_step(ix: Instrument, iy: Instrument) -> bool:
         return False
     (ax, ox), (ay, oy) = _action(ix.parts), _action(iy.parts)
     obj_x, obj_y = ix.parts[ix.parts.index(ax) + 1:], iy.parts[iy.parts.index(ay) + 1:]
-    if not same_action(ax, ay) or (obj_x and obj_y and obj_x[-1] != obj_y[-1]):
-        return False  # the head of a compound is its last word: reservation_baggages / reservation_flights
+    if not same_action(ax, ay):
+        return False
+    if obj_x and obj_y and obj_x[-1] != obj_y[-1]:
+        # the head of a compound is its last word: reservation_baggages / reservation_flights are two things,
+        # unless each rule names the other's object as what the job is about ("unlock locked accounts with
+        # unlock_user" / "unlock_account lets the user sign in"): then the names differ, the job does not
+        job_x = (ix.purpose | set(ix.parts)) - {ax}
+        job_y = (iy.purpose | set(iy.parts)) - {ay}
+        return obj_x[-1] in job_y and obj_y[-1] in job_x and overlap(job_x, job_y) >= 0.5
     # search_direct_flight / search_onestop_flight: other kinds of the same thing, two steps
     return not _modified_apart(frozenset(zip(obj_x, obj_x[1:])), frozenset(zip(obj_y, obj_y[1:])), ox, oy)
 

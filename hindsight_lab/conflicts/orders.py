@@ -53,6 +53,9 @@ _WAIT = frozenset({"wait", "waits", "await", "awaits"})
 _POSTPONE = frozenset({"postpone", "postpones", "defer", "defers", "delay", "delays", "hold", "holdoff", "putoff",
                        "shelve", "table"})
 _PRECONDITION = frozenset({"precondition", "preconditions", "prerequisite", "prerequisites"})
+#: Verbs whose *that* clause states a precondition of their subject ("X requires that Y has been done").
+_REQUIRE = frozenset({"require", "requires", "required", "presuppose", "presupposes"})
+_RELATIVE = frozenset({"whose", "who", "which", "that", "whom"})
 
 
 @dataclass(frozen=True, slots=True)
@@ -160,9 +163,14 @@ def _marker(toks: list[Token], i: int, before: list[Token], until_after: bool) -
     nxt = toks[i + 1].text if i + 1 < len(toks) else ""
     if w == "before" or (w == "prior" and nxt == "to") or (w == "ahead" and nxt == "of"):
         return "before", 1 if w == "before" else 2
+    if before and w == "by" and [t.text for t in toks[i + 1:i + 3]] == ["the", "time"]:
+        return "before", 3  # "X has to be done by the time you Y": no later than Y
+    if before and w in _REQUIRE and nxt == "that":
+        return "after", 2  # "closing the account requires that the balance has been paid": the balance first
     if w in ("precede", "precedes") or (w in _PRECONDITION and nxt in ("for", "of", "to")):
         return "before", 1 if w in ("precede", "precedes") else 2
-    if w in ("after", "upon") or w in ("follow", "follows") or (w == "until" and until_after):
+    if w in ("after", "upon") or (w in ("follow", "follows") and _has_object(toks, i)) or (
+            w == "until" and until_after):
         return "after", 1
     if w == "without" and before and nxt.endswith("ing") and nxt not in ("waiting", "awaiting"):
         return "after", 1  # "record calls without asking consent": asking first, negated by the clause's cue
@@ -180,10 +188,17 @@ def _marker(toks: list[Token], i: int, before: list[Token], until_after: bool) -
         return "then", 1 if w == "then" else 2
     if w == "and" and before and before[-1].text == "first":
         return "and", 1
-    if w == "to" and before and i + 1 < len(toks) and toks[i + 1].kind == "word" \
+    if w == "to" and before and i + 1 < len(toks) and toks[i + 1].kind == "word" and is_verb(nxt) \
             and nxt not in _DETERMINERS and before[-1].text not in ("up", "prior", "come", "back"):
         return "purpose", 1
     return "", 1
+
+
+def _has_object(toks: list[Token], i: int) -> bool:
+    """Whether the verb at ``toks[i]`` has an object ("X follows the payment"): used alone, with only a time after
+    it ("the contract may follow later in the month"), *follow* says its subject comes later (see ``_LAST``)."""
+    rest = [t for t in toks[i + 1:] if t.kind in ("word", "ident")]
+    return bool(rest) and rest[0].text not in _LAST | {"in", "on", "at", "within", "during", "soon", "shortly"}
 
 
 def orders(sents: list[list[Token]]) -> list[Order]:
@@ -296,6 +311,14 @@ def _pending_orders(all_segs: list[list[_Seg]], add: Callable[..., None]) -> Non
     puts the clause's action before that step."""
     for si, segs in enumerate(all_segs):
         for j, seg in enumerate(segs):
+            rel = next((k for k, t in enumerate(seg.tokens) if k and t.text in _RELATIVE), None)
+            if not seg.cond and rel is not None and any(t.text in _PENDING for t in seg.tokens[rel:]):
+                # "never reset the password of a caller whose identity is not yet confirmed": the action comes
+                # before the step its relative clause says is not done yet
+                # (its own "not" belongs to the relative clause: the polarity is the action's)
+                add(_event(seg.tokens[:rel]), _event([t for t in seg.tokens[rel + 1:] if t.text not in _PENDING]),
+                    not negative(seg.tokens[:rel]) and not seg.failed, seg.failed)
+                continue
             if not seg.cond or not any(t.text in _PENDING for t in seg.tokens):
                 continue
             step = _event([t for t in seg.tokens if t.text not in _PENDING])

@@ -85,6 +85,42 @@ _UNIT_SKIP = frozenset({"the", "a", "an", "of", "in", "on", "at", "to", "for", "
 _UNIT_WORDS = frozenset({"call", "calls", "time", "times", "step", "steps", "day", "days", "minute", "minutes",
                          "hour", "hours", "week", "weeks", "month", "months", "year", "years"})
 _TIME = stem("time")
+#: Units written in full and abbreviated (the SI brochure's symbols, and the binary prefixes of bytes).
+_UNIT_NAMES = {stem(w): a for w, a in (("kilogram", "kg"), ("kilogramme", "kg"), ("gram", "g"), ("gramme", "g"),
+                                       ("kilometer", "km"), ("kilometre", "km"), ("meter", "m"), ("metre", "m"),
+                                       ("centimeter", "cm"), ("centimetre", "cm"), ("liter", "l"), ("litre", "l"),
+                                       ("kilobyte", "kb"), ("megabyte", "mb"), ("gigabyte", "gb"),
+                                       ("terabyte", "tb"), ("kilowatt", "kw"))}
+#: Nouns that count repetitions of an action, like *once* / *twice* / *N times*.
+_REPEAT = frozenset(stem(w) for w in ("attempt", "attempts", "try", "tries", "retry", "retries", "round", "rounds",
+                                      "time", "times"))
+
+
+#: Words after which a verb form is a verb: modals and auxiliaries, *to*, and adverbs of frequency.
+_BEFORE_VERB = frozenset({"can", "could", "may", "might", "must", "should", "shall", "will", "would", "to", "do",
+                          "does", "never", "always", "only", "just", "please", "not", "also", "then", "first"})
+
+
+def _verb_at(tokens: list[Token], k: int) -> bool:
+    """Whether ``tokens[k]`` is used as a verb, by its place: a verb form that opens the clause (an imperative), or
+    follows a modal, *to* or an adverb of frequency, or an inflected form right after its subject ("the window
+    closes"). Many nouns are also (rare) verbs in WordNet ("parcel", "letter"): the place tells them apart."""
+    t = tokens[k]
+    if t.kind != "word" or not _verb_form(t.text):
+        return False
+    prev = tokens[k - 1] if k else None
+    return prev is None or prev.text in _BEFORE_VERB or (
+        t.text.endswith(("s", "ed")) and prev.kind == "word" and prev.is_content and not _verb_form(prev.text))
+
+
+def _verb_form(word: str) -> bool:
+    """Whether ``word`` can be a form of a WordNet verb (its base, or the base plus *-s*, *-es*, *-ed*, *-ing*)."""
+    if is_verb(word):
+        return True
+    for suffix, back in (("ies", "y"), ("es", ""), ("s", ""), ("ed", ""), ("ed", "e"), ("ing", ""), ("ing", "e")):
+        if word.endswith(suffix) and len(word) > len(suffix) + 2 and is_verb(word[: -len(suffix)] + back):
+            return True
+    return False
 
 
 @dataclass(frozen=True, slots=True)
@@ -100,6 +136,7 @@ class Quantity:
     context: frozenset[str]
     pairs: frozenset[tuple[str, str]] = frozenset()
     topic: str = ""
+    verbs: frozenset[str] = frozenset()
 
 
 def _number(tokens: list[Token], i: int) -> tuple[float, int] | None:
@@ -219,9 +256,14 @@ def quantities(main: list[Token], negated: bool = False) -> list["Quantity"]:
             bound = _FLIP[bound]
         low, top = {"le": (-math.inf, high), "lt": (-math.inf, high), "ge": (value, math.inf),
                     "gt": (value, math.inf), "eq": (value, high), "range": (value, high)}[bound]
-        ctx = content([t for k, t in enumerate(main) if t.number is None and t.text not in _NOT_CONTEXT
-                       and not end <= k < unit_end]) - unit
-        out.append(Quantity(low, top, bound, frozenset(unit), ctx, adjacent(main), topic(main)))
+        unit = {_UNIT_NAMES.get(u, u) for u in unit}
+        if unit & _REPEAT:  # "three delivery attempts", "two more retries": a number of times
+            unit = (unit - _REPEAT) | {_TIME}
+        kept = [t for k, t in enumerate(main) if t.number is None and t.text not in _NOT_CONTEXT
+                and not end <= k < unit_end]
+        ctx = content(kept) - unit
+        verbs = frozenset(t.stem for k, t in enumerate(main) if _verb_at(main, k)) & ctx
+        out.append(Quantity(low, top, bound, frozenset(unit), ctx, adjacent(main), topic(main), verbs))
         i = max(unit_end, end, i + 1)
     return out
 

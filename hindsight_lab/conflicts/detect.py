@@ -142,7 +142,10 @@ class OfflineDetector:
     def _negation(self, x: Analysis, y: Analysis) -> str:
         for neg in (s for s in x.statements if s.negative and s.content):
             for pos in (s for s in y.statements if not s.negative):
-                shared = neg.content & (pos.content | y.condition)
+                # a word shared as itself or as a WordNet synonym ("never *allowed* in the cabin" / "*permit* pets in
+                # the cabin")
+                shared = neg.content & (pos.content | y.condition) | {
+                    w for w in neg.content - pos.content if any(same_action(w, o) for o in pos.content - neg.content)}
                 strong = any("_" in w for w in shared)
                 if not (neg.focus & shared) or not _asserts(neg.head, pos.content | y.condition):
                     continue  # "never disclose the results" / "keep the results private": another predicate

@@ -77,3 +77,16 @@ def kill_midway(command: Sequence[str], journal: Path, units: int, *, env: dict[
         proc.stderr.close()
     assert proc.returncode == -signal.SIGKILL
     return journal_units(journal), err
+
+
+def check_pair_scores(label: str, sc: dict, floor: dict, target: dict) -> None:
+    """Print a labelled pair set's precision, recall and table by kind (``scores`` of
+    :mod:`hindsight_lab.conflicts.pairs`), then assert the measured ``floor``."""
+    print(f"\n{label}: precision {sc['precision']:.3f} recall {sc['recall']:.3f} "
+          f"(target {target['precision']} / {target['recall']})")
+    print("| kind | label | n | correct |\n|---|---|---|---|")
+    for key, v in sc["by_kind"].items():
+        verdict, kind = key.split(":")
+        print(f"| {kind} | {verdict} | {v['n']} | {v['correct']} |")
+    assert sc["precision"] >= floor["precision"], sc
+    assert sc["recall"] >= floor["recall"], sc

@@ -235,7 +235,7 @@ def _precondition(condition: list[Token]) -> bool:
     """Whether a condition is a precondition of the clause's action ("call X *only when* the charge has
     succeeded"): an ordering of two steps (see :mod:`.orders`), which says nothing about the situation the rule
     holds in, so it does not set two rules apart as a condition does."""
-    return [t.text for t in condition[:2]] in (["only", "when"], ["only", "if"], ["only", "once"])
+    return [t.text for t in condition[:2]] in (["only", "when"], ["only", "if"])
 
 
 # ---------------------------------------------------------------------------------------------------- analyse

@@ -30,12 +30,10 @@ from typing import Any
 
 from .claims import Analysis, Event, Instrument, analyse
 from .lexicon import LIGHT_VERBS, opposite, opposite_or_synonym, same_action
-from .quantities import compatible_bounds
+from .quantities import GENERIC_UNITS, compatible_bounds
 from .text import overlap
 
 KINDS: tuple[str, ...] = ("order", "negation", "tool", "quantity")
-#: Units that say how much but not of what (see :mod:`.quantities`).
-_GENERIC_UNITS = frozenset({"money", "percent", "duration", "tim"})
 
 
 @dataclass(frozen=True, slots=True)
@@ -201,7 +199,7 @@ class OfflineDetector:
                 if overlap(qx.unit, qy.unit) < 0.5:
                     continue
                 cx, cy = qx.context, qy.context
-                if not (qx.unit | qy.unit) & _GENERIC_UNITS:
+                if not (qx.unit | qy.unit) & GENERIC_UNITS:
                     # a unit that names a thing ("three replicas", "two alternative flights", "25 kg") says what
                     # is counted; the verbs around it ("offer" / "present", "run" / "are enough") do not set
                     # two clauses apart. A generic unit (money, time, a share) needs them: "refund up to $50" is

@@ -117,6 +117,17 @@ def is_verb(word: str) -> bool:
     return word in _verb_lemmas()
 
 
+def verb_form(word: str) -> bool:
+    """Whether ``word`` can be a form of a WordNet verb: its base, or the base with *-s*, *-es*, *-ed*, *-ing*
+    ("closes", "accepted", "storing")."""
+    if is_verb(word):
+        return True
+    for suffix, back in (("ies", "y"), ("es", ""), ("s", ""), ("ed", ""), ("ed", "e"), ("ing", ""), ("ing", "e")):
+        if word.endswith(suffix) and len(word) > len(suffix) + 2 and is_verb(word[: -len(suffix)] + back):
+            return True
+    return False
+
+
 @lru_cache(maxsize=1)
 def _verb_lemmas() -> frozenset[str]:
     return frozenset(line.split("\t", 1)[0] for line in _VERBS.read_text(encoding="utf-8").splitlines()

@@ -34,7 +34,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
-from .lexicon import is_verb
+from .lexicon import is_verb, verb_form
 from .text import STOPWORDS, Token, content, stem
 
 _ONES = {w: i for i, w in enumerate("zero one two three four five six seven eight nine ten eleven twelve thirteen "
@@ -94,6 +94,8 @@ _UNIT_NAMES = {stem(w): a for w, a in (("kilogram", "kg"), ("kilogramme", "kg"),
 #: Nouns that count repetitions of an action, like *once* / *twice* / *N times*.
 _REPEAT = frozenset(stem(w) for w in ("attempt", "attempts", "try", "tries", "retry", "retries", "round", "rounds",
                                       "time", "times"))
+#: Units that say how much but not of what: money, a share, a duration, a number of times.
+GENERIC_UNITS = frozenset({"money", "percent", "duration", _TIME})
 
 
 #: Words after which a verb form is a verb: modals and auxiliaries, *to*, and adverbs of frequency.
@@ -106,21 +108,12 @@ def _verb_at(tokens: list[Token], k: int) -> bool:
     follows a modal, *to* or an adverb of frequency, or an inflected form right after its subject ("the window
     closes"). Many nouns are also (rare) verbs in WordNet ("parcel", "letter"): the place tells them apart."""
     t = tokens[k]
-    if t.kind != "word" or not _verb_form(t.text):
+    if t.kind != "word" or not verb_form(t.text):
         return False
     prev = tokens[k - 1] if k else None
     return prev is None or prev.text in _BEFORE_VERB or (
-        t.text.endswith(("s", "ed")) and prev.kind == "word" and prev.is_content and not _verb_form(prev.text))
+        t.text.endswith(("s", "ed")) and prev.kind == "word" and prev.is_content and not verb_form(prev.text))
 
-
-def _verb_form(word: str) -> bool:
-    """Whether ``word`` can be a form of a WordNet verb (its base, or the base plus *-s*, *-es*, *-ed*, *-ing*)."""
-    if is_verb(word):
-        return True
-    for suffix, back in (("ies", "y"), ("es", ""), ("s", ""), ("ed", ""), ("ed", "e"), ("ing", ""), ("ing", "e")):
-        if word.endswith(suffix) and len(word) > len(suffix) + 2 and is_verb(word[: -len(suffix)] + back):
-            return True
-    return False
 
 
 @dataclass(frozen=True, slots=True)
@@ -233,8 +226,11 @@ def quantities(main: list[Token], negated: bool = False) -> list["Quantity"]:
         bound, end = _bound_after(words, end, bound)
         unit, unit_end = _unit(main, end)
         bound, unit_end = _bound_after(words, unit_end, bound)  # "15% or more", "3 days or longer"
-        if words[i] in _TIMES or (unit and unit <= {_TIME}):
+        if words[i] in _TIMES:
             unit = {_TIME}
+        elif unit & _REPEAT:  # "three delivery attempts", "two more retries": a number of times
+            unit = (unit - _REPEAT) | {_TIME}
+        unit = {_UNIT_NAMES.get(u, u) for u in unit}
         if money:
             unit = {"money"}
         if not unit:
@@ -256,9 +252,6 @@ def quantities(main: list[Token], negated: bool = False) -> list["Quantity"]:
             bound = _FLIP[bound]
         low, top = {"le": (-math.inf, high), "lt": (-math.inf, high), "ge": (value, math.inf),
                     "gt": (value, math.inf), "eq": (value, high), "range": (value, high)}[bound]
-        unit = {_UNIT_NAMES.get(u, u) for u in unit}
-        if unit & _REPEAT:  # "three delivery attempts", "two more retries": a number of times
-            unit = (unit - _REPEAT) | {_TIME}
         kept = [t for k, t in enumerate(main) if t.number is None and t.text not in _NOT_CONTEXT
                 and not end <= k < unit_end]
         ctx = content(kept) - unit

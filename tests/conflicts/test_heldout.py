@@ -16,6 +16,7 @@ import pytest
 from hindsight_lab.conflicts.detect import OfflineDetector
 from hindsight_lab.conflicts.pairs import judge_pairs, scores
 from hindsight_lab.datasets.conflict_pairs import load_pairs
+from support import check_pair_scores
 
 HERE = Path(__file__).parent
 TARGET = {"precision": 0.9, "recall": 0.85}  # issue 18's acceptance figures
@@ -33,16 +34,7 @@ def test_heldout_set_is_as_documented():
 
 
 def test_heldout_precision_and_recall(heldout_scores):
-    sc = heldout_scores
-    print(f"\nfirst held-out pairs (development since the third round): precision {sc['precision']:.3f} "
-          f"recall {sc['recall']:.3f} "
-          f"(target {TARGET['precision']} / {TARGET['recall']})")
-    print("| kind | label | n | correct |\n|---|---|---|---|")
-    for key, v in sc["by_kind"].items():
-        label, kind = key.split(":")
-        print(f"| {kind} | {label} | {v['n']} | {v['correct']} |")
-    assert sc["precision"] >= FLOOR["precision"], sc
-    assert sc["recall"] >= FLOOR["recall"], sc
+    check_pair_scores("first held-out pairs (development since the third round)", heldout_scores, FLOOR, TARGET)
 
 
 def test_heldout_no_kind_is_left_out(heldout_scores):

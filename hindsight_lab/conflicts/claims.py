@@ -30,7 +30,7 @@ from .orders import Event, Order, directive, orders
 from .quantities import Quantity, adjacent, quantities, topic
 from .text import STOPWORDS, Clause, Token, clauses, content, ident_parts, sentences, stem
 
-__all__ = ["Analysis", "Event", "Instrument", "Order", "Quantity", "Statement", "analyse"]
+__all__ = ["Analysis", "Condition", "Event", "Instrument", "Order", "Quantity", "Statement", "analyse"]
 
 _NEG_OBJECT = (("instead", "of"), ("rather", "than"))
 #: Deontic necessity (*must*, *have to*, *required to* …), read as the word "mandatory" so that its WordNet
@@ -85,6 +85,16 @@ class Instrument:
 
 
 @dataclass(frozen=True, slots=True)
+class Condition:
+    """One condition clause: its content words, whether it is negated (*unless* counts as a negation: "unless X"
+    is "if not X"), and its quantities ("if the order is under $100")."""
+
+    content: frozenset[str]
+    negative: bool
+    quantities: tuple[Quantity, ...] = ()
+
+
+@dataclass(frozen=True, slots=True)
 class Analysis:
     """Every claim of one rule text, and its content and condition words."""
 
@@ -95,6 +105,7 @@ class Analysis:
     quantities: tuple[Quantity, ...] = ()
     content: frozenset[str] = field(default_factory=frozenset)
     condition: frozenset[str] = field(default_factory=frozenset)
+    conditions: tuple[Condition, ...] = ()
 
 
 # ---------------------------------------------------------------------------------------------------- statements
@@ -238,6 +249,11 @@ def _precondition(condition: list[Token]) -> bool:
     return [t.text for t in condition[:2]] in (["only", "when"], ["only", "if"])
 
 
+def _condition(tokens: list[Token]) -> Condition:
+    neg = negative(tokens) != (tokens[0].text == "unless")
+    return Condition(_clean(tokens), neg, tuple(quantities(tokens, bound_negated(tokens) != negative(tokens))))
+
+
 # ---------------------------------------------------------------------------------------------------- analyse
 @lru_cache(maxsize=16384)
 def analyse(text: str) -> Analysis:
@@ -248,6 +264,7 @@ def analyse(text: str) -> Analysis:
     found: list[Quantity] = []
     main: set[str] = set()
     cond: set[str] = set()
+    conditions: list[Condition] = []
     for s in sents:
         parts = clauses(s)
         for k, cl in enumerate(parts):
@@ -258,7 +275,8 @@ def analyse(text: str) -> Analysis:
             instruments += [i if i.purpose else replace(i, purpose=around - i.tools) for i in _instruments(cl)]
             found += quantities(cl.main, bound_negated(cl.main) != negative(cl.main))
             main |= _clean(cl.main)
-            if not _precondition(cl.condition):
+            if cl.condition and not _precondition(cl.condition):
                 cond |= _clean(cl.condition)
+                conditions.append(_condition(cl.condition))
     return Analysis(text, tuple(orders(sents)), tuple(statements), tuple(instruments), tuple(found),
-                    frozenset(main), frozenset(cond))
+                    frozenset(main), frozenset(cond), tuple(conditions))

@@ -13,7 +13,9 @@ Checks, in order (the first that fires gives the verdict's ``kind``):
   "business class"), they are taken to be about different cases.
 
 Conditions (*if*, *when*, *For … tasks*) must be compatible: when both rules have one they must share more than half
-of the smaller one's content words; a rule without a condition holds in the other's case too.
+of the smaller one's content words, and no two of them about the same thing may pick out different cases (one
+negated, or quantities with no value in common); a rule without a condition holds in the other's case too. A
+precondition ("only when X") is an ordering, not a condition.
 
 Examples:
     >>> d = OfflineDetector()
@@ -28,9 +30,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from .claims import Analysis, Event, Instrument, analyse
+from .claims import Analysis, Condition, Event, Instrument, analyse
 from .lexicon import LIGHT_VERBS, opposite, opposite_or_synonym, same_action
-from .quantities import GENERIC_UNITS, compatible_bounds
+from .quantities import GENERIC_UNITS, compatible_bounds, disjoint
 from .text import overlap
 
 KINDS: tuple[str, ...] = ("order", "negation", "tool", "quantity")
@@ -118,7 +120,8 @@ class OfflineDetector:
         every case, the other's included, so a condition on one side only sets nothing apart."""
         cx, cy = x.condition, y.condition
         if cx and cy:
-            return soft_overlap(cx, cy) > 0.5
+            return soft_overlap(cx, cy) > 0.5 and not any(
+                _cases_apart(c, d) for c in x.conditions for d in y.conditions)
         return True
 
     @staticmethod
@@ -223,6 +226,16 @@ def soft_overlap(a: frozenset[str], b: frozenset[str]) -> float:
         return 0.0
     small, big = (a, b) if len(a) <= len(b) else (b, a)
     return sum(w in big or any(same_action(w, o) for o in big - small) for w in small) / len(small)
+
+
+def _cases_apart(c: Condition, d: Condition) -> bool:
+    """Whether two conditions about the same thing pick out different cases: one negated and the other not ("if the
+    deposit is paid" / "if the deposit is not paid"), or quantities of one unit with no value in common ("for
+    orders under $100" / "for orders of $100 or more")."""
+    if soft_overlap(c.content, d.content) <= 0.5:
+        return False
+    return c.negative != d.negative or any(overlap(q.unit, r.unit) >= 0.5 and disjoint(q, r)
+                                           for q in c.quantities for r in d.quantities)
 
 
 def _asserts(verb: str, words: frozenset[str]) -> bool:

@@ -278,10 +278,10 @@ def topic(tokens: list[Token]) -> str:
     return words[0].stem if words else ""
 
 
-def compatible_bounds(qx: Quantity, qy: Quantity) -> bool:
-    """Whether two quantities of the same thing can both hold: their intervals meet, and two bounds of the same
-    kind (two upper bounds, two ranges, two exact values) are the same."""
-    tol = 0.02 if "duration" in qx.unit else 0.0  # a year is 12 months and 365 days; a month 30 or 31 days
+def _comparisons(qx: Quantity):
+    """``lt`` and ``eq`` on values of ``qx``'s unit (durations equal within 2 %: a year is 12 months and 365 days;
+    a month 30 or 31 days)."""
+    tol = 0.02 if "duration" in qx.unit else 0.0
 
     def lt(a: float, b: float) -> bool:
         return a < b and not (math.isfinite(a) and math.isfinite(b) and b - a <= tol * max(abs(a), abs(b)))
@@ -289,12 +289,24 @@ def compatible_bounds(qx: Quantity, qy: Quantity) -> bool:
     def eq(a: float, b: float) -> bool:
         return not lt(a, b) and not lt(b, a)
 
-    disjoint = lt(qx.high, qy.low) or lt(qy.high, qx.low) or (
+    return lt, eq
+
+
+def disjoint(qx: Quantity, qy: Quantity) -> bool:
+    """Whether two intervals of the same unit share no value ("under $500" / "$500 or more")."""
+    lt, eq = _comparisons(qx)
+    return lt(qx.high, qy.low) or lt(qy.high, qx.low) or (
         eq(qx.high, qy.low) and (qx.bound == "lt" or qy.bound == "gt")) or (
         eq(qy.high, qx.low) and (qy.bound == "lt" or qx.bound == "gt"))
+
+
+def compatible_bounds(qx: Quantity, qy: Quantity) -> bool:
+    """Whether two quantities of the same thing can both hold: their intervals meet, and two bounds of the same
+    kind (two upper bounds, two ranges, two exact values) are the same."""
+    _lt, eq = _comparisons(qx)
     kinds = {qx.bound, qy.bound}
     same_kind = len(kinds) == 1 or kinds <= {"le", "lt"} or kinds <= {"ge", "gt"}
-    return not disjoint and not (same_kind and not (eq(qx.low, qy.low) and eq(qx.high, qy.high)))
+    return not disjoint(qx, qy) and not (same_kind and not (eq(qx.low, qy.low) and eq(qx.high, qy.high)))
 
 
 def number_value(token: Token) -> float | None:

@@ -353,3 +353,22 @@ def test_nouns_of_repetition_count_times():
     assert once.unit == frozenset({stem("time")}), once
     (kg,) = quantities(tokenize("up to 30 kilograms"))
     assert kg.unit == frozenset({"kg"}), kg
+
+
+@pytest.mark.parametrize("a, b, expected", [
+    # conditions about the same thing that pick out different cases: one negated, or quantities with no common value
+    ("For orders under $100, refund the shipping fee.", "For orders of $100 or more, never refund the shipping fee.",
+     False),
+    ("If the tenant has paid the deposit, hand over the keys right away.",
+     "If the tenant has not paid the deposit, do not hand over the keys.", False),
+    ("When the flight is delayed by more than 3 hours, offer a meal voucher.",
+     "When the flight is delayed by less than 3 hours, do not offer a meal voucher.", False),
+    # controls: "unless X" is "if not X"; thresholds that share values; the same condition on both sides
+    ("Unless the customer has verified, never share the balance.",
+     "If the customer has not verified, share the balance.", True),
+    ("For orders under $100, refund the shipping fee.", "For orders under $50, never refund the shipping fee.", True),
+    ("If the tenant has paid the deposit, hand over the keys right away.",
+     "If the tenant has paid the deposit, do not hand over the keys.", True),
+])
+def test_conditions_that_pick_out_other_cases(detector, a, b, expected):
+    _check(detector, a, b, expected)

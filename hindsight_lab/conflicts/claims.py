@@ -25,7 +25,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field, replace
 from functools import lru_cache
 
-from .lexicon import CHANNELS, EXCLUSION_VERBS, NEGATION, bound_negated, is_verb, negative
+from .lexicon import CHANNELS, EXCLUSION_VERBS, NEGATION, adjective_of, bound_negated, is_verb, negative
 from .orders import Event, Order, directive, orders
 from .quantities import Quantity, adjacent, quantities, topic
 from .text import STOPWORDS, Clause, Token, clauses, content, ident_parts, sentences, stem
@@ -115,6 +115,8 @@ def _statement(tokens: list[Token], negated: bool) -> Statement:
     exclusion = any(t.text in EXCLUSION_VERBS for t in tokens)
     kept = [t for t in tokens if t.text not in NEGATION and t.number is None]
     forms = {(t.stem, t.text) for t in kept if t.is_content and t.kind == "word"}
+    # a manner adverb also stands for its adjective, whose opposite may be known ("automatically" / "manual")
+    forms |= {(stem(adj), adj) for t in kept if t.kind == "word" and (adj := adjective_of(t.text))}
     words = [t.text for t in tokens]
     if any(w in _MUST for w in words) or any(p in zip(words, words[1:]) for p in _MUST_PAIRS):
         forms.add((_MANDATORY, "mandatory"))  # deontic necessity: "must attach X" / "attaching X is optional"

@@ -30,8 +30,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from .claims import Analysis, Condition, Event, Instrument, analyse
-from .lexicon import LIGHT_VERBS, opposite, opposite_or_synonym, same_action
+from .claims import Analysis, Condition, Event, Instrument, Statement, analyse
+from .lexicon import COPULAS, LIGHT_VERBS, manner_adverb, opposite, opposite_or_synonym, same_action
 from .quantities import GENERIC_UNITS, compatible_bounds, disjoint
 from .text import overlap
 
@@ -169,7 +169,9 @@ class OfflineDetector:
                         kind = "" if u in sy.content or v in sx.content else opposite_or_synonym(u, v, wu, wv)
                         if not kind:
                             continue
-                        rest_x, rest_y = sx.content - {u}, sy.content - {v}
+                        # a copula or a manner adverb beside the predicate says nothing of its own: "leave the van
+                        # unlocked" / "lock the van remotely"
+                        rest_x, rest_y = sx.content - {u} - _incidental(sx), sy.content - {v} - _incidental(sy)
                         shared = rest_x & rest_y
                         close = overlap(rest_x, rest_y)
                         if not shared or close < 0.5 or (rest_x - rest_y and rest_y - rest_x and close < 0.75):
@@ -226,6 +228,12 @@ def soft_overlap(a: frozenset[str], b: frozenset[str]) -> float:
         return 0.0
     small, big = (a, b) if len(a) <= len(b) else (b, a)
     return sum(w in big or any(same_action(w, o) for o in big - small) for w in small) / len(small)
+
+
+def _incidental(s: Statement) -> frozenset[str]:
+    """The stems of a statement's copulas and manner adverbs (:data:`.lexicon.COPULAS`,
+    :func:`.lexicon.manner_adverb`), and of *even* / *still*."""
+    return frozenset(st for st, w in s.forms if w in COPULAS or w in ("even", "still") or manner_adverb(w))
 
 
 def _cases_apart(c: Condition, d: Condition) -> bool:

@@ -42,6 +42,14 @@ EXCLUSION_VERBS = frozenset({"omit", "omits", "omitted", "omitting", "exclude", 
                              "leavout", "leavoff", "withhold", "withholds", "withheld", "keepout", "shutout"})
 LIGHT_VERBS = frozenset(stem(w) for w in ("issue", "make", "do", "perform", "process", "handle", "run", "execute",
                                           "submit", "create", "give", "take", "send", "trigger", "initiate", "file"))
+#: Copular and complex-transitive verbs, which link a thing to a state rather than act on it ("the card *stays*
+#: active", "*leave* the door unlocked", "*mark* the claim as approved"): the current and resulting copulas and the
+#: verbs with an object complement of English grammars (Quirk et al., *A Comprehensive Grammar of the English
+#: Language*, §16.21–16.22, 16.43). Beside a predicate and its opposite they say nothing of their own.
+COPULAS = frozenset({"be", "is", "are", "was", "were", "been", "being", "remain", "remains", "stay", "stays",
+                     "become", "becomes", "get", "gets", "turn", "turns", "go", "goes", "keep", "keeps", "leave",
+                     "leaves", "make", "makes", "mark", "marks", "set", "sets", "consider", "considers", "appear",
+                     "appears", "seem", "seems"})
 #: schema.org ContactPoint / ServiceChannel channels, each with its synonyms (stems).
 CHANNELS: dict[str, str] = {stem(w): cls for cls, words in {
     "phone": ("phone", "telephone", "hotline", "voice"),
@@ -115,6 +123,23 @@ def same_action(a: str, b: str) -> bool:
 def is_verb(word: str) -> bool:
     """Whether ``word`` (lower case, as written) is the base form of a WordNet verb: an imperative opens with one."""
     return word in _verb_lemmas()
+
+
+def manner_adverb(word: str) -> bool:
+    """Whether ``word`` is an adverb formed with *-ly* ("remotely", "automatically"): not a verb ("apply"), and
+    long enough not to be one of the short adjectives in *-ly* ("early", "daily")."""
+    return word.endswith("ly") and len(word) > 6 and not verb_form(word)
+
+
+def adjective_of(adverb: str) -> str:
+    """The adjective a manner adverb is formed from, when the opposites know it (*automatically* → *automatic*,
+    *manually* → *manual*: the suffixes *-ly*, *-ally* after *-ic*, and *-ly* for *-le*), else ``""``."""
+    if not manner_adverb(adverb):
+        return ""
+    for adj in (adverb[:-4] if adverb.endswith("ically") else "", adverb[:-2], adverb[:-1] + "e"):
+        if adj and _key(adj) in _opposites():
+            return adj
+    return ""
 
 
 def verb_form(word: str) -> bool:

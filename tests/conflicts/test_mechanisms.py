@@ -372,3 +372,17 @@ def test_nouns_of_repetition_count_times():
 ])
 def test_conditions_that_pick_out_other_cases(detector, a, b, expected):
     _check(detector, a, b, expected)
+
+
+@pytest.mark.parametrize("a, b, expected", [
+    # a copula or a manner adverb beside a predicate and its opposite says nothing of its own
+    ("Lock the van remotely once the hire ends.", "Leave the van unlocked after the hire ends.", True),
+    ("Mark the expense claim as approved when the receipt is attached.",
+     "The expense claim stays unapproved even when the receipt is attached.", True),
+    ("Leave the side gate unlocked during deliveries.", "Lock the front gate at night.", False),
+    # a manner adverb stands for its adjective, whose opposite is known
+    ("Renewals are processed automatically.", "Renewals are processed manually.", True),
+    ("Renewals are processed automatically.", "Refund requests are reviewed manually.", False),
+])
+def test_copulas_and_manner_adverbs(detector, a, b, expected):
+    _check(detector, a, b, expected, "negation")

@@ -25,7 +25,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field, replace
 from functools import lru_cache
 
-from .lexicon import CHANNELS, EXCLUSION_VERBS, NEGATION, adjective_of, bound_negated, is_verb, negative
+from .lexicon import CHANNELS, COPULAS, EXCLUSION_VERBS, NEGATION, adjective_of, bound_negated, is_verb, negative
 from .orders import Event, Order, directive, orders
 from .quantities import Quantity, adjacent, quantities, topic
 from .text import STOPWORDS, Clause, Token, clauses, content, ident_parts, sentences, stem
@@ -43,7 +43,8 @@ _MANDATORY = stem("mandatory")
 _ASKING = frozenset({"ask", "request", "tell", "remind", "instruct", "require", "force", "urge", "encourage",
                      "invite", "expect", "get"})
 _INSTRUMENT_PREP = frozenset({"with", "through", "using", "via"})
-_CHANNEL_PREP = frozenset({"by", "via", "through", "over", "using", "with", "on", "in", "per", "to", "into"})
+_CHANNEL_PREP = frozenset({"by", "via", "through", "over", "using", "with", "on", "in", "per", "to", "into", "at",
+                           "use", "uses"})
 _MEDIUM = frozenset(stem(w) for w in ("message", "messages", "call", "calls", "notification", "notifications"))
 _TOOL_NOUNS = frozenset({"tool", "api", "endpoint", "function", "command", "system", "platform", "spreadsheet",
                          "database", "service", "console", "tracker", "workflow", "bot", "script"})
@@ -202,16 +203,20 @@ def _channels(main: list[Token]) -> tuple[set[str], set[int]]:
         if cls is None:
             continue
         nxt = main[i + 1] if i + 1 < len(main) else None
-        # an imperative ("e-mail receipts to the customer") or a gerund after a preposition ("by emailing payroll")
-        verb = (i == 0 and is_verb(t.text)) or (t.text.endswith("ing") and i > 0 and main[i - 1].text in _CHANNEL_PREP)
+        # an imperative ("e-mail receipts to the customer"), a gerund after a preposition ("by emailing payroll") or
+        # a passive participle ("notices are emailed to the tenant")
+        prev = main[i - 1].text if i > 0 else ""
+        verb = (i == 0 and is_verb(t.text)) or (t.text.endswith("ing") and prev in _CHANNEL_PREP) or (
+            t.text.endswith("ed") and prev in COPULAS)
         # "by text message", "by phone call": the channel names the medium of a message, not a kind of thing
         medium = nxt is not None and nxt.stem in _MEDIUM
         if not verb and not medium and nxt is not None and (nxt.is_content or nxt.kind == "ident"):
             continue
         k = _skip_back(main, i - 1)
-        if k >= 0 and main[k].is_content and main[k].stem not in CHANNELS:  # "through the customer portal"
+        # "through the customer portal", "through the web portal" (a channel word of the same class)
+        if k >= 0 and main[k].is_content and CHANNELS.get(main[k].stem, cls) == cls:
             k = _skip_back(main, k - 1)
-        if i == 0 or (k >= 0 and main[k].text in _CHANNEL_PREP) or t.text == "online":
+        if i == 0 or verb or (k >= 0 and main[k].text in _CHANNEL_PREP) or t.text == "online":
             tools.add(f"channel:{cls}")
             drop.add(i)
     return tools, drop

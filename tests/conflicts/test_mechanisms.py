@@ -386,3 +386,17 @@ def test_conditions_that_pick_out_other_cases(detector, a, b, expected):
 ])
 def test_copulas_and_manner_adverbs(detector, a, b, expected):
     _check(detector, a, b, expected, "negation")
+
+
+@pytest.mark.parametrize("a, b, expected", [
+    # a channel as a passive participle, after "use", or after "at"
+    ("Tell the student about the timetable change by SMS.", "Timetable changes are emailed to the student.", True),
+    ("Use the tenant app to log a repair.", "Repairs must be logged by phoning the site office.", True),
+    ("Return the key deposit at the counter.", "Key deposits are returned through the web portal.",
+     True),
+    # controls: a channel word that names a thing, and the same channel on both sides
+    ("Timetable changes are emailed to the student.", "Keep the student's email address on the timetable.", False),
+    ("Use the tenant app to log a repair.", "Repairs are logged online by the tenant.", False),
+])
+def test_channels_as_participles_and_places(detector, a, b, expected):
+    _check(detector, a, b, expected, "tool")

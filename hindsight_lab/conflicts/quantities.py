@@ -94,6 +94,9 @@ _UNIT_NAMES = {stem(w): a for w, a in (("kilogram", "kg"), ("kilogramme", "kg"),
 #: Nouns that count repetitions of an action, like *once* / *twice* / *N times*.
 _REPEAT = frozenset(stem(w) for w in ("attempt", "attempts", "try", "tries", "retry", "retries", "round", "rounds",
                                       "time", "times"))
+#: Nouns of a partitive construction, which count what follows *of* ("two forms of ID", "a piece of luggage").
+_PARTITIVE = frozenset(stem(w) for w in ("form", "forms", "piece", "pieces", "item", "items", "copy", "copies",
+                                         "unit", "units", "kind", "kinds", "type", "types", "pair", "pairs"))
 #: Units that say how much but not of what: money, a share, a duration, a number of times.
 GENERIC_UNITS = frozenset({"money", "percent", "duration", _TIME})
 
@@ -193,6 +196,10 @@ def _unit(tokens: list[Token], start: int) -> tuple[set[str], int]:
             continue
         if tok.text in _MONEY or tok.text in _PERCENT:
             return ({"money"} if tok.text in _MONEY else {"percent"}), j + 1
+        if tok.text == "of" and unit and unit <= _PARTITIVE:
+            unit = set()  # "two forms of photo ID", "three pieces of luggage": what is counted follows "of"
+            j += 1
+            continue
         if not (tok.kind == "ident" or tok.kind == "word" and tok.text not in STOPWORDS
                 or tok.text in _UNIT_WORDS) or tok.text in _ONES:
             break
@@ -214,7 +221,10 @@ def quantities(main: list[Token], negated: bool = False) -> list["Quantity"]:
             continue
         value, span = found
         money = i > 0 and words[i - 1] in _MONEY
-        bound = _bound_before(words, i - 1 if money else i)
+        at = i - 1 if money else i
+        if at > 1 and words[at - 1] in ("a", "an"):
+            at -= 1  # "up to a 30-day supply", "more than a two-week stay": the bound stands before the article
+        bound = _bound_before(words, at)
         high = value
         end = i + span
         between = i > 0 and words[i - 1] == "between"
@@ -256,7 +266,10 @@ def quantities(main: list[Token], negated: bool = False) -> list["Quantity"]:
                 and not end <= k < unit_end]
         ctx = content(kept) - unit
         verbs = frozenset(t.stem for k, t in enumerate(main) if _verb_at(main, k)) & ctx
-        out.append(Quantity(low, top, bound, frozenset(unit), ctx, adjacent(main), topic(main), verbs))
+        # the unit's own words are no modifiers that set cases apart ("a 30-day supply" / "a two-week supply")
+        own = {t.stem for t in main[end:unit_end]}
+        pairs = frozenset(p for p in adjacent(main) if not own & set(p))
+        out.append(Quantity(low, top, bound, frozenset(unit), ctx, pairs, topic(main), verbs))
         i = max(unit_end, end, i + 1)
     return out
 
@@ -272,7 +285,7 @@ def topic(tokens: list[Token]) -> str:
     """What a clause is about, roughly: its first content word, after the verb of an imperative ("Refunds are …":
     refund; "Allow three attempts": attempt)."""
     words = [t for t in tokens if t.kind in ("word", "ident") and t.is_content and t.number is None
-             and t.text not in _NOT_CONTEXT]
+             and t.text not in _NOT_CONTEXT and t.stem not in _PARTITIVE and _number([t], 0) is None]
     if words and tokens and words[0] is tokens[0] and is_verb(words[0].text):
         words = words[1:]
     return words[0].stem if words else ""

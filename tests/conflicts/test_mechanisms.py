@@ -400,3 +400,17 @@ def test_copulas_and_manner_adverbs(detector, a, b, expected):
 ])
 def test_channels_as_participles_and_places(detector, a, b, expected):
     _check(detector, a, b, expected, "tool")
+
+
+@pytest.mark.parametrize("a, b, expected", [
+    # a bound before an article ("up to a 30-day supply"); the unit's own words set no cases apart
+    ("Pharmacists may dispense up to a 60-day supply.", "Never dispense more than a three-week supply.", True),
+    ("Pharmacists may dispense up to a 60-day supply.", "Pharmacists may dispense up to a two-month supply.", False),
+    # a partitive counts what follows "of"; sufficiency against necessity
+    ("A single proof of address is enough to open the account.",
+     "Two pieces of proof of address are required to open the account.", True),
+    ("Two pieces of proof of address are required to open the account.",
+     "Two pieces of photo ID are required to collect a parcel.", False),
+])
+def test_bounds_before_articles_and_partitives(detector, a, b, expected):
+    _check(detector, a, b, expected, "quantity")

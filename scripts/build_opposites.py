@@ -26,7 +26,12 @@ With ``--irregular-out``, the irregular verb forms of ``verb.exc`` (``kept`` →
 nouns, such as ``ground``, or adjectives of the opposites, such as ``paid``, left out), so that the stemmer meets
 "kept" and "keep" (``data/irregular.tsv``).
 
+A direct pair may be kept to a deeper rank (``--max-rank-direct``, 4 for the shipped file): it is set word to word
+by WordNet's lexicographers, so a less common sense of it is still an opposite (``hide`` / ``show``), where the
+synset and indirect relations at that depth add senses such as ``keep`` meaning "prevent".
+
 Usage: ``python scripts/build_opposites.py --wordnet DIR --out hindsight_lab/conflicts/data/opposites.tsv
+--max-rank 3 --max-rank-direct 4
 --verbs-out hindsight_lab/conflicts/data/verbs.tsv --irregular-out hindsight_lab/conflicts/data/irregular.tsv``
 """
 
@@ -69,17 +74,22 @@ def _data(folder: Path, pos: str) -> dict[str, tuple[str, list[str], list[tuple[
     return out
 
 
-def build(folder: Path, max_rank: int) -> list[tuple[str, str, str, str]]:
+def build(folder: Path, max_rank: int, max_rank_direct: int | None = None) -> list[tuple[str, str, str, str]]:
+    """The opposites; a direct (lexical) antonym pair is kept while both senses are among the first
+    ``max_rank_direct`` (default ``max_rank``), the derived relations only among the first ``max_rank``."""
+    direct_rank = max_rank if max_rank_direct is None else max_rank_direct
     rows: set[tuple[str, str, str, str]] = set()
     for pos, tag in (("verb", "v"), ("adj", "a")):
         ranks, syn = _index(folder, pos), _data(folder, pos)
 
-        def common(word: str, off: str) -> bool:  # adjectives: single words; verbs: also phrasal ("leave_out")
-            return ranks.get((word, off), 99) <= max_rank and (
+        def common(word: str, off: str, rank: int = max_rank) -> bool:  # adjectives: single words; verbs: also
+            # phrasal ("leave_out")
+            return ranks.get((word, off), 99) <= rank and (
                 word.isalpha() or pos == "verb" and word.replace("_", "").isalpha())
 
         def add(a: str, off_a: str, b: str, off_b: str, relation: str) -> None:
-            if a != b and common(a, off_a) and common(b, off_b):
+            rank = direct_rank if relation == "direct" else max_rank
+            if a != b and common(a, off_a, rank) and common(b, off_b, rank):
                 rows.add((*sorted((a, b)), tag, relation))
 
         for off, (_kind, words, pointers) in syn.items():
@@ -141,6 +151,8 @@ def main() -> None:
     ap.add_argument("--wordnet", type=Path, required=True, help="folder with WordNet 3.0 data.* and index.* files")
     ap.add_argument("--out", type=Path, required=True)
     ap.add_argument("--max-rank", type=int, default=3)
+    ap.add_argument("--max-rank-direct", type=int, default=None,
+                    help="sense rank up to which a direct (lexical) antonym pair is kept (default: --max-rank)")
     ap.add_argument("--verbs-out", type=Path, help="also write the verbs' synsets and hypernyms (first 2 senses)")
     ap.add_argument("--irregular-out", type=Path, help="also write irregular verb forms (verb.exc)")
     args = ap.parse_args()
@@ -157,10 +169,11 @@ def main() -> None:
                      "the first 2 senses of each verb\n# verb\tsynset offsets\tdirect hypernym offsets\n")
             for lemma, own, hyper in verb_senses(args.wordnet, 2):
                 fh.write(f"{lemma}\t{','.join(o.lstrip('0') for o in own)}\t{','.join(h.lstrip('0') for h in hyper)}\n")
-    rows = build(args.wordnet, args.max_rank)
+    rows = build(args.wordnet, args.max_rank, args.max_rank_direct)
     with args.out.open("w", encoding="utf-8") as fh:
+        direct = f" --max-rank-direct {args.max_rank_direct}" if args.max_rank_direct else ""
         fh.write(f"# Opposites from Princeton WordNet 3.0 (see WORDNET_LICENSE); scripts/build_opposites.py "
-                 f"--max-rank {args.max_rank}\n# word_a\tword_b\tpos\trelation\n")
+                 f"--max-rank {args.max_rank}{direct}\n# word_a\tword_b\tpos\trelation\n")
         for row in rows:
             fh.write("\t".join(row) + "\n")
 

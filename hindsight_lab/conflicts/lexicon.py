@@ -6,7 +6,8 @@ Sources:
 - **Opposites** (``data/opposites.tsv``): the antonyms of Princeton WordNet 3.0 for verbs and adjectives — direct
   antonym pairs, every lemma of a verb synset against the lemmas of its antonym synset, and a satellite adjective
   against the antonym of its head (WordNet's indirect antonyms: ``mandatory`` ~ ``obligatory`` ↔ ``optional``),
-  common senses only. Built by ``scripts/build_opposites.py`` from the WordNet database files; licence in
+  common senses only (the first three of a word; a direct antonym pair, which WordNet's lexicographers set word
+  to word, the first four: ``hide`` / ``show``, ``allow`` / ``deny``). Built by ``scripts/build_opposites.py`` from the WordNet database files; licence in
   ``data/WORDNET_LICENSE``.
 - **Negative affixes** (a morphological rule, as English grammars describe them, e.g. Quirk et al., *A
   Comprehensive Grammar of the English Language*, App. I.21–I.24): ``un-``, ``non-``, ``dis-`` before any stem, the

@@ -16,7 +16,9 @@ and percentages, sufficiency and necessity.
 - **Sufficiency and necessity**: *N X is enough / suffices / is sufficient* allows no requirement above N (≤ N);
   *N X are required / needed / necessary / mandatory* requires at least N (≥ N).
 - **Units**: durations are converted to days (*second* … *year*, a month as a twelfth of a year), money (``$``,
-  *dollars*, *USD*, ``€``, ``£``) and percentages are one unit each; any other unit is the content words that
+  *dollars*, *USD*, ``€``, ``£``) and percentages are one unit each; units in full and abbreviated are one (*kg* /
+  *kilograms*), nouns of repetition (*attempts*, *retries*) count times, a partitive counts what follows *of* (*two
+  forms of ID*: ID); any other unit is the content words that
   follow the number.
 
 Examples:
@@ -26,7 +28,7 @@ Examples:
     (-inf, 14.0, 'le', ['duration'])
     >>> q = quantities(tokenize("one form of ID is enough"))[0]
     >>> (q.high, q.bound), sorted(q.unit)
-    ((1.0, 'le'), ['form'])
+    ((1.0, 'le'), ['id'])
 """
 
 from __future__ import annotations

@@ -80,6 +80,13 @@ def test_opposites_come_from_wordnet_and_affixes():
     assert not opposite(stem("refund"), stem("check")) and not opposite("form", "inform", "form", "inform")
 
 
+def test_direct_antonyms_reach_a_deeper_sense():
+    # a direct antonym pair counts to the fourth sense of each word ("hide" / "show" is show's fourth); the derived
+    # relations stop at the third, so "keep" (its fourth sense: "prevent") is still no opposite of "allow"
+    assert opposite(stem("hide"), stem("show")) and opposite(stem("allow"), stem("deny"))
+    assert not opposite(stem("keep"), stem("allow")) and not opposite(stem("keep"), stem("permit"))
+
+
 def test_same_action_comes_from_wordnet():
     assert same_action(stem("update"), stem("modify")) and same_action(stem("retrieve"), stem("fetch"))
     assert not same_action(stem("approve"), stem("reject")) and not same_action(stem("search"), stem("delete"))

@@ -108,16 +108,21 @@ _BEFORE_VERB = frozenset({"can", "could", "may", "might", "must", "should", "sha
                           "does", "never", "always", "only", "just", "please", "not", "also", "then", "first"})
 
 
-def _verb_at(tokens: list[Token], k: int) -> bool:
-    """Whether ``tokens[k]`` is used as a verb, by its place: a verb form that opens the clause (an imperative), or
-    follows a modal, *to* or an adverb of frequency, or an inflected form right after its subject ("the window
-    closes"). Many nouns are also (rare) verbs in WordNet ("parcel", "letter"): the place tells them apart."""
-    t = tokens[k]
-    if t.kind != "word" or not verb_form(t.text):
-        return False
-    prev = tokens[k - 1] if k else None
-    return prev is None or prev.text in _BEFORE_VERB or (
-        t.text.endswith(("s", "ed")) and prev.kind == "word" and prev.is_content and not verb_form(prev.text))
+def _verbs(tokens: list[Token]) -> frozenset[str]:
+    """The stems of the words used as verbs, told by their place: a verb form that opens the clause (an
+    imperative), or follows a modal, *to* or an adverb of frequency; or, before any of those, an inflected form
+    right after its subject ("the return window closes"), but not a plural after a verb ("accept courier
+    parcels"). Many nouns are also (rare) verbs in WordNet ("parcel", "letter"): the place tells them apart."""
+    found: set[str] = set()
+    for k, t in enumerate(tokens):
+        if t.kind != "word" or not verb_form(t.text):
+            continue
+        prev = tokens[k - 1] if k else None
+        if prev is None or prev.text in _BEFORE_VERB or (
+                not found and t.text.endswith(("s", "ed")) and prev.kind == "word" and prev.is_content
+                and not verb_form(prev.text)):
+            found.add(t.stem)
+    return frozenset(found)
 
 
 
@@ -267,7 +272,7 @@ def quantities(main: list[Token], negated: bool = False) -> list["Quantity"]:
         kept = [t for k, t in enumerate(main) if t.number is None and t.text not in _NOT_CONTEXT
                 and not end <= k < unit_end]
         ctx = content(kept) - unit
-        verbs = frozenset(t.stem for k, t in enumerate(main) if _verb_at(main, k)) & ctx
+        verbs = _verbs(main) & ctx
         # the unit's own words are no modifiers that set cases apart ("a 30-day supply" / "a two-week supply")
         own = {t.stem for t in main[end:unit_end]}
         pairs = frozenset(p for p in adjacent(main) if not own & set(p))

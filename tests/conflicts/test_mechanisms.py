@@ -335,6 +335,9 @@ def test_tools_third_round(detector, a, b, expected):
     # a unit written in full and abbreviated
     ("Pallets may weigh up to 800 kg.", "The pallet limit is 600 kilograms.", True),
     ("Pallets may weigh up to 800 kg.", "Pallets may weigh up to 800 kilograms.", False),
+    # a plural after the clause's verb is its object, not a second verb: regression for the
+    # object read as a verb, which set the two clauses apart (accept courier packages)
+    ("Accept courier packages weighing up to 23 kg.", "The courier limit is 20 kilograms per package.", True),
     # a unit that names a thing is compared without the verbs around it ...
     ("Offer no more than two spare rooms to a walk-in group.", "Always show at least four spare rooms to a walk-in "
      "group.", True),

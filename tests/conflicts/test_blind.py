@@ -1,8 +1,9 @@
 """The offline detector on the blind set (``blind_pairs.jsonl``, see ``BLIND_PAIRS.md``): 168 pairs in twelve
 domains that none of the other sets use, written by someone who read neither the detector, its tests nor any
-earlier pair set, before the detector's third round. Only its aggregate figures are looked at: before the third
-round (precision 0.750, recall 0.393), after it (0.773 / 0.405), once more to check that a tidy-up changed nothing,
-and after conditions that pick out other cases were set apart, a cue written from pairs of our own (0.791 / 0.405). Never read its pairs while changing the
+earlier pair set, before the detector's third round. Only its aggregate figures are looked at, six times so far:
+before the third round (precision 0.750, recall 0.393), after its cues (0.773 / 0.405), after a tidy-up (the same),
+and after each of three steps written from pairs of our own — conditions that pick out other cases (0.791 / 0.405),
+copulas, channels and quantities (0.800 / 0.429), deeper direct antonyms and verbs told by their place (the same). Never read its pairs while changing the
 detector; a session that does must say so and write another blind set.
 
 Issue 18 asks for precision ≥ 0.9 and recall ≥ 0.85. The detector is far from both, so this test asserts the
@@ -23,7 +24,7 @@ from support import check_pair_scores
 
 HERE = Path(__file__).parent
 TARGET = {"precision": 0.9, "recall": 0.85}  # issue 18's acceptance figures
-FLOOR = {"precision": 0.79, "recall": 0.40}  # measured 0.791 / 0.405: 34 of 84 conflicts found, 9 false alarms
+FLOOR = {"precision": 0.80, "recall": 0.42}  # measured 0.800 / 0.429: 36 of 84 conflicts found, 9 false alarms
 
 
 @pytest.fixture(scope="module")

@@ -105,8 +105,9 @@ class Analysis:
     instruments: tuple[Instrument, ...] = ()
     quantities: tuple[Quantity, ...] = ()
     content: frozenset[str] = field(default_factory=frozenset)
-    condition: frozenset[str] = field(default_factory=frozenset)
     conditions: tuple[Condition, ...] = ()
+    #: the content words of all its conditions (kept, not derived on each use: the checks read it in their loops)
+    condition: frozenset[str] = field(default_factory=frozenset)
 
 
 # ---------------------------------------------------------------------------------------------------- statements
@@ -270,7 +271,6 @@ def analyse(text: str) -> Analysis:
     instruments: list[Instrument] = []
     found: list[Quantity] = []
     main: set[str] = set()
-    cond: set[str] = set()
     conditions: list[Condition] = []
     for s in sents:
         parts = clauses(s)
@@ -283,7 +283,6 @@ def analyse(text: str) -> Analysis:
             found += quantities(cl.main, bound_negated(cl.main) != negative(cl.main))
             main |= _clean(cl.main)
             if cl.condition and not _precondition(cl.condition):
-                cond |= _clean(cl.condition)
                 conditions.append(_condition(cl.condition))
     return Analysis(text, tuple(orders(sents)), tuple(statements), tuple(instruments), tuple(found),
-                    frozenset(main), frozenset(cond), tuple(conditions))
+                    frozenset(main), tuple(conditions), frozenset().union(*(c.content for c in conditions)))

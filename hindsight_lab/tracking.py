@@ -220,15 +220,17 @@ def replay_metrics(metrics: Mapping[str, Any]) -> dict[str, float]:
     """MLflow metrics of a replay's ``metrics.json``: ``<system>.<metric>`` for every number in ``systems``,
     ``.ci_low``/``.ci_high`` from ``intervals``, ``.p_vs_<reference>`` from ``tests`` (the ``repeat`` mode), the
     same under ``<mode>.`` for every other judging mode with queries (``transfer.hindsight.ndcg_at_5``), with
-    ``<mode>.queries``, then ``lift.<system>.*`` (promoted rules, runs compared, and when runs were compared the
-    lift with its interval and p-value), ``judging.*`` and ``timing.*``."""
+    ``<mode>.queries``, then ``lift.<system>.*`` (promoted rules, distinct checks among them, the share injected
+    where they apply, runs compared, and when runs were compared the lift with its interval and p-value),
+    ``judging.*`` and ``timing.*``."""
     out = _mode_metrics(metrics, "", metrics.get("reference", "hindsight"))
     for mode, cell in metrics.get("modes", {}).items():
         out[metric_key(f"{mode}.queries")] = cell.get("queries", 0)
         if cell.get("queries"):
             out.update(_mode_metrics(cell, f"{mode}.", metrics.get("reference", "hindsight")))
     for name, lift in metrics.get("lift", {}).items():
-        row = {k: lift.get(k) for k in ("promoted", "runs_compared", "lift", "p_value", "null_p95")}
+        row = {k: lift.get(k) for k in ("promoted", "distinct", "injected_where_apply", "runs_compared", "lift",
+                                        "p_value", "null_p95")}
         row["ci_low"], row["ci_high"] = lift.get("ci") or (None, None)
         out.update({metric_key(f"lift.{name}.{k}"): float(v) for k, v in row.items() if v is not None})
     for section in ("judging", "timing"):

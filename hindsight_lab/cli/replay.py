@@ -116,10 +116,16 @@ def print_replay(report: "ReplayReport") -> None:
 
 
 def _lift_line(name: str, lift: dict) -> str:
-    """One line of a system's promoted-rule lift (``metrics.json`` ``lift``)."""
+    """One line of a system's promoted rules and their lift (``metrics.json`` ``lift``)."""
+    head = f"{name}: {lift.get('promoted', 0)} promoted rule(s) with a check"
+    if lift.get("promoted"):
+        head += f" ({lift.get('distinct', lift['promoted'])} distinct"
+        share = lift.get("injected_where_apply")
+        head += "; none applied to a later query)" if share is None else \
+            f"; {share:.2f} of those that applied injected for at least half of the later queries they apply to)"
     if not lift.get("runs_compared"):
-        return f"{name}: {lift.get('promoted', 0)} promoted rule(s) with a check; lift n/a (no run to compare)"
+        return head + "; lift n/a (no run to compare)"
     ci = lift["ci"]
-    return (f"{name}: {lift['promoted']} promoted rule(s) with a check; success lift of the runs that followed them "
-            f"{lift['lift']:+.3f} [{ci[0]:.3f}, {ci[1]:.3f}] over {lift['runs_compared']} runs, p {lift['p_value']:.2f}"
-            " (predictive: the recorded agents never saw the rules)")
+    return (f"{head}; success lift of the runs that followed them {lift['lift']:+.3f} [{ci[0]:.3f}, {ci[1]:.3f}] "
+            f"over {lift['runs_compared']} runs, p {lift['p_value']:.2f} (predictive: the recorded agents never saw "
+            "the rules)")

@@ -23,7 +23,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Any, Sequence
+from typing import Any, Mapping, Sequence
 
 import numpy as np
 
@@ -65,9 +65,12 @@ def pooled_lift(rules: Sequence[tuple[Check, int]], runs: Sequence[Run]) -> tupl
 
 
 def lift_report(rules: Sequence[Any], episodes: Sequence[Any], times: Sequence[datetime], *, seed: int = 0,
-                n: int = 1000) -> dict[str, Any]:
+                n: int = 1000, injected: Mapping[str, set[str]] | None = None) -> dict[str, Any]:
     """The lift block of a replay's ``metrics.json`` for one system's L3 rules (records with ``attrs.check`` and
-    ``attrs.promoted_at``) over the replayed ``episodes`` (in replay order, at ``times`` on the replay clock)."""
+    ``attrs.promoted_at``) over the replayed ``episodes`` (in replay order, at ``times`` on the replay clock).
+
+    With ``injected`` (query episode id → the rules injected for it, each known by its first source episode), each
+    rule also says where it was injected: see :func:`where_applied`."""
     runs = [Run(e.episode_id, e.task_id or e.episode_id, str((e.meta or {}).get("source_file", "")), i,
                 tuple(e.tool_names()), e.outcome == "success")
             for i, e in enumerate(episodes) if not (e.outcome != "success" and e.failure_cause == "external")]
@@ -78,15 +81,54 @@ def lift_report(rules: Sequence[Any], episodes: Sequence[Any], times: Sequence[d
             promoted.append((rec, check, _order_after(times, datetime.fromisoformat(at))))
     pairs = [(check, after) for _, check, after in promoted]
     lift, compared = pooled_lift(pairs, runs)
-    out: dict[str, Any] = {"promoted": len(promoted), "rules": [
-        {"id": rec.id, "rule": rec.content, "check": check.to_dict(), "promoted_after_episode": after,
-         "confidence": rec.confidence} for rec, check, after in promoted],
-        "lift": lift if compared else None, "runs_compared": compared, "note": NOTE}
+    out: dict[str, Any] = {"promoted": len(promoted), "distinct": len({check for _, check, _ in promoted}),
+                           "rules": [{"id": rec.id, "rule": rec.content, "check": check.to_dict(),
+                                      "promoted_after_episode": after, "confidence": rec.confidence}
+                                     for rec, check, after in promoted],
+                           "lift": lift if compared else None, "runs_compared": compared, "note": NOTE}
+    if injected is not None:
+        ids = [(rec.source_episode_ids[:1] or (rec.id,))[0] for rec, _, _ in promoted]
+        rows = [(rid, check, after) for rid, (_, check, after) in zip(ids, promoted)]
+        for row, (applies, hits) in zip(out["rules"], where_applied(rows, runs_all(episodes), injected)):
+            row.update(applies=applies, injected_where_applies=hits)
+        judged = [r for r in out["rules"] if r["applies"]]
+        out["injected_where_apply"] = (sum(2 * r["injected_where_applies"] >= r["applies"] for r in judged)
+                                       / len(judged)) if judged else None
     if compared:
         boot, null = _bootstrap(pairs, runs, seed, n), _null(pairs, runs, seed, n)
         out.update(ci=[float(np.nanpercentile(boot, 2.5)), float(np.nanpercentile(boot, 97.5))],
                    null_p95=float(np.nanpercentile(null, 95)),
                    p_value=float((1 + np.sum(null >= lift - 1e-12)) / (1 + np.sum(~np.isnan(null)))))
+    return out
+
+
+def runs_all(episodes: Sequence[Any]) -> list[Run]:
+    """Every replayed episode as a :class:`Run`, in replay order (outside failures included: a rule applies to
+    them as to any other run)."""
+    return [Run(e.episode_id, e.task_id or e.episode_id, str((e.meta or {}).get("source_file", "")), i,
+                tuple(e.tool_names()), e.outcome == "success") for i, e in enumerate(episodes)]
+
+
+def where_applied(rules: Sequence[tuple[str, Check, int]], runs: Sequence[Run],
+                  injected: Mapping[str, set[str]]) -> list[tuple[int, int]]:
+    """For each promoted rule ``(id, check, order of its promotion)``: ``(applies, injected)``, the later queries
+    where it applies — runs after its promotion whose own recorded run reached the step it guards — and how many of
+    them it was injected for (``injected``: query episode id → ids of the rules injected for it; runs that were no
+    query are left out).
+
+    Whether a rule applies is read off the query's own run, after the fact: the system could not know it when it
+    recalled, so this measures whether the rule reached the tasks it speaks to, not a decision the system made.
+
+    Examples:
+        >>> runs = [Run("a", "t1", "", 0, ("get", "pay"), True), Run("b", "t2", "", 1, ("get", "pay"), True),
+        ...         Run("c", "t3", "", 2, ("get",), True), Run("d", "t4", "", 3, ("pay",), False)]
+        >>> where_applied([("r1", Check(("get", "pay")), 0)], runs, {"b": {"r1"}, "c": {"r1"}, "d": set()})
+        [(2, 1)]
+    """
+    out = []
+    for rid, check, after in rules:
+        later = [r for r in runs if r.order > after and r.episode_id in injected and check.reaches(r.tools)]
+        out.append((len(later), sum(rid in injected[r.episode_id] for r in later)))
     return out
 
 

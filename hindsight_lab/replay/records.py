@@ -38,3 +38,10 @@ class ReplayRun:
     lift: dict[str, dict[str, Any]] = field(default_factory=dict)  # per hindsight system: its promoted rules' lift
     timing: dict[str, float] = field(default_factory=dict)
     clock: str = "started_at"
+
+
+def rules_injected(run: ReplayRun, system: str) -> dict[str, set[str]]:
+    """Query id → the L3 rules ``system`` injected for it, each known by its first source episode (the episode that
+    first proposed it, which merges and promotion keep; store ids differ between a replay and its resumption)."""
+    return {r.query_id: {(i.source_episode_ids[:1] or (i.memory_id,))[0] for i in r.injected if i.kind == "rule"}
+            for r in run.queries if r.system == system}

@@ -15,6 +15,7 @@ from ..errors import NothingToDo
 from ..metrics import Judgements, aggregate, bootstrap_ci, evaluate, hit_rate, paired_randomization_test
 from ..metrics.modes import MODES
 from .engine import ReplayRun
+from .records import rules_injected
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -313,8 +314,7 @@ def _reuse_rate(run: ReplayRun, name: str) -> float:
     keep), not by its store id: store ids are random, so a resumed replay, whose stores were re-derived, gives
     the same rule another id than the killed run did.
     """
-    injected = {(i.source_episode_ids[:1] or (i.memory_id,))[0] for r in run.queries if r.system == name
-                for i in r.injected if i.kind == "rule"}
+    injected = set().union(*rules_injected(run, name).values())
     last = [row for row in run.memory if row["system"] == name]
     rules = last[-1].get("rules", 0) if last else 0
     return min(1.0, len(injected) / rules) if rules else 0.0

@@ -19,6 +19,7 @@ from ..metrics.modes import MODES, judge_mode
 from .engine import ReplayRun, run_conversations, run_episodes
 from .journal import JOURNAL_DIR, Journal
 from .lift import lift_report
+from .records import rules_injected
 from .report import EMPTY_QUERY_SET, METRICS, ReplayReport, judge
 from .systems import BASELINE_KEY, CONVERSATION_BASELINE_KEY, build_systems
 
@@ -243,7 +244,8 @@ def _replay(data: Path | Sequence[Any], dataset: dict[str, Any], *, systems: Seq
             run.timing["prefetch_s"] = prefetch_s
             dataset.update(n_episodes=len(episodes), clock=run.clock)
             times = [o["at"] for o in sorted(run.outcomes, key=lambda o: o["order"])]
-            run.lift = {name: lift_report(rules, episodes, times) for name, rules in run.rules.items()}
+            run.lift = {name: lift_report(rules, episodes, times, injected=rules_injected(run, name))
+                        for name, rules in run.rules.items()}
     return run, judgements, sources
 
 

@@ -89,5 +89,43 @@ def test_no_promoted_rule_no_comparison() -> None:
     out = lift_report([unpromoted], eps, [T0, T0 + timedelta(hours=1)])
     assert out["promoted"] == 0 and out["runs_compared"] == 0 and out["lift"] is None and "ci" not in out
     assert "lift n/a" in _lift_line("hindsight", out)
-    assert replay_metrics({"systems": {}, "lift": {"hindsight": out}}) == {"lift.hindsight.promoted": 0.0,
-                                                                          "lift.hindsight.runs_compared": 0.0}
+    assert replay_metrics({"systems": {}, "lift": {"hindsight": out}}) == {
+        "lift.hindsight.promoted": 0.0, "lift.hindsight.distinct": 0.0, "lift.hindsight.runs_compared": 0.0}
+
+
+def _rule_from(rule_id: str, first_source: str, tools: tuple[str, ...], promoted_after: int) -> MemoryRecord:
+    return MemoryRecord(id=rule_id, kind=Kind.RULE, content=f"Call {tools[0]} before {tools[-1]}.", confidence=0.9,
+                        source_episode_ids=[first_source],
+                        attrs={"check": Check(tools).to_dict(),
+                               "promoted_at": (T0 + timedelta(hours=promoted_after)).isoformat()})
+
+
+def test_a_promoted_rule_is_counted_where_it_applies_after_its_promotion() -> None:
+    # e0..e7: the rule is promoted at e1; e2, e4 and e6 reach its step (refund), e3, e5 and e7 never do
+    eps = _episodes([(FOLLOW, True), (FOLLOW, True), (FOLLOW, True), (("search",), True),
+                     (SKIP, False), (("search",), True), (FOLLOW, True), (("search",), True)])
+    times = [T0 + timedelta(hours=i) for i in range(len(eps))]
+    rule = _rule_from("rule-x", "e0", FOLLOW, 1)
+    injected = {"e1": {"e0"}, "e2": {"e0"}, "e3": {"e0"}, "e4": set(), "e6": set(), "e7": {"e0"}}
+    row = lift_report([rule], eps, times, n=50, injected=injected)["rules"][0]
+    # applies: e2, e4, e6 (after the promotion, reaching refund, queried); e1 came at the promotion, e5 was no
+    # query, e3 and e7 never reached refund, so injecting there does not count
+    assert (row["applies"], row["injected_where_applies"]) == (3, 1)
+    out = lift_report([rule], eps, times, n=50, injected=injected | {"e4": {"e0"}})
+    assert out["rules"][0]["injected_where_applies"] == 2 and out["injected_where_apply"] == 1.0
+    assert lift_report([rule], eps, times, n=50, injected=injected)["injected_where_apply"] == 0.0
+    # another rule injected in its place does not count for it
+    assert lift_report([rule], eps, times, n=50, injected={k: {"e9"} for k in injected}
+                       )["rules"][0]["injected_where_applies"] == 0
+    assert "injected_where_apply" not in lift_report([rule], eps, times, n=50)
+
+
+def test_rules_with_the_same_check_are_one_distinct_rule() -> None:
+    eps = _episodes([(FOLLOW, True), (SKIP, False), (("a", "b"), True), (("a", "b"), True)])
+    times = [T0 + timedelta(hours=i) for i in range(len(eps))]
+    twins = [_rule_from("r1", "e0", FOLLOW, 0), _rule_from("r2", "e1", FOLLOW, 1)]
+    out = lift_report(twins + [_rule_from("r3", "e2", ("a", "b"), 2)], eps, times, n=50, injected={"e3": set()})
+    assert out["promoted"] == 3 and out["distinct"] == 2
+    assert out["injected_where_apply"] == 0.0  # r3 applies to e3 and was not injected; r1 and r2 apply to none
+    line = _lift_line("hindsight", out)
+    assert "3 promoted rule(s) with a check (2 distinct; 0.00 of those that applied" in line

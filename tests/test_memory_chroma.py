@@ -166,6 +166,26 @@ def test_two_downs_delete_and_up_raises(make_mem):
         mem.feedback(up.id, "sideways")
 
 
+def test_a_checkable_rule_reaches_requests_whose_nearest_runs_reach_its_step(make_mem):
+    # The rule is worded in tool names, the requests in a customer's words: no trigger, no shared word. With
+    # retrieval.step_rules it fires when most of the request's nearest past runs reached the step it guards.
+    check = {"kind": "order", "tools": ["lookup_customer", "create_ticket"]}
+    for step_rules in (True, False):
+        mem = make_mem(retrieval__step_rules=step_rules)
+        _lure_store(mem)  # complaint runs reach create_ticket, sales runs never do
+        rule = mem.write("Before create_ticket, call lookup_customer first.", layer="L3", confidence=0.9,
+                         counter_examples=["the ticket is already open"], check=check, now=T0).record
+        complaint = mem.search("My parcel came broken and nobody answers, this is unacceptable",
+                               now=T0 + timedelta(days=1))
+        hit = next((h for h in complaint.hits if h.id == rule.id), None)
+        if step_rules:
+            assert hit is not None and "step" in hit.paths and hit.forced
+        else:  # negative control: off, the same rule is not injected for the same request
+            assert hit is None
+        sales = mem.search("How much did the Shenzhen stores sell in May?", now=T0 + timedelta(days=1))
+        assert rule.id not in {h.id for h in sales.hits}  # negative control: those runs never reached the step
+
+
 def test_decay_schedule_on_an_injected_clock(make_mem):
     # Found by the instruction: the day-20 search must recall `used` and not `ep` (with the tool names in the key,
     # `update_reservation_flights` and `update_reservation_seat` bring `ep` over min_similarity too).

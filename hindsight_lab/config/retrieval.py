@@ -86,6 +86,10 @@ class RetrievalConfig(Section):
     ``min_relative_score``, but by how sure the first result is rather than by the gap to the next ones."""
     max_triggered: int = Field(2, ge=0, json_schema_extra=affects(RECALL))
     """Triggered rules guaranteed a place in the result."""
+    step_rules: bool = Field(False, json_schema_extra=affects(RECALL))
+    """A checkable L3 rule also fires, like a trigger, when more than half of the similarity weight of the query's
+    ``top_k`` nearest past runs reached the step it guards: a rule worded in tool names then reaches requests
+    worded in a customer's words. Such rules take guaranteed places (``max_triggered``) from the episodes."""
     token_budget: int = Field(600, ge=1, json_schema_extra=affects(RECALL))
     """Token budget of the injected memories, counted with the embedding model's tokenizer."""
     recency_half_life_days: float = Field(14.0, gt=0, json_schema_extra=affects(RECALL))

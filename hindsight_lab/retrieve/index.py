@@ -14,7 +14,8 @@ import numpy as np
 from ..types import BUCKETS, Bucket, Kind, MemoryRecord
 from .classify import TaskTypeClassifier, learns_from
 from .lexical import LexicalIndex
-from .paths import TaskTypeIndex, TriggerIndex
+from ..trace.checks import Check
+from .paths import StepIndex, TaskTypeIndex, TriggerIndex
 
 
 class RetiredVoters:
@@ -75,6 +76,7 @@ class RecallIndex:
         self.learn_from = classifier.learn_from
         self.task_types = TaskTypeIndex()
         self.triggers = TriggerIndex()
+        self.steps = StepIndex()
         self.lexical = LexicalIndex()
         self.classifier = TaskTypeClassifier(
             classifier.max_per_type, classifier.min_votes, classifier.min_share,
@@ -118,6 +120,7 @@ class RecallIndex:
         if bucket is Bucket.ARCHIVE:
             self.task_types.remove(rec.id)
             self.triggers.remove(rec.id)
+            self.steps.remove(rec.id)
             self.lexical.remove(rec.id)
             if not retired:
                 self.classifier.remove(rec.id)
@@ -135,6 +138,8 @@ class RecallIndex:
             return
         if rec.kind is Kind.RULE:
             self.triggers.add(rec.id, rec.trigger, rec.domain)
+            check = Check.of((rec.attrs or {}).get("check"))
+            self.steps.add(rec.id, check.target if check else None)
         if rec.kind is Kind.EPISODE and rec.source_episode_ids:
             self._episode_ids[rec.source_episode_ids[0]] = rec.id
 
@@ -146,6 +151,7 @@ class RecallIndex:
         self.retired.remove(record_id)
         self.task_types.remove(record_id)
         self.triggers.remove(record_id)
+        self.steps.remove(record_id)
         self.lexical.remove(record_id)
         self.classifier.remove(record_id)
 

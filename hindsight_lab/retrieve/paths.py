@@ -1,9 +1,9 @@
 """The small in-process indexes behind the task-type and rule-trigger recall paths (DESIGN §3), and the light
 task-type classifier.
 
-Neither path scans a collection: :class:`TaskTypeIndex` keeps ids by task_type (newest first), and
-:class:`TriggerIndex` keeps compiled triggers of L3 rules. Both are rebuilt when a store is opened and updated on
-every write.
+No path scans a collection: :class:`TaskTypeIndex` keeps ids by task_type (newest first), :class:`TriggerIndex`
+keeps compiled triggers of L3 rules, and :class:`StepIndex` the step each checkable L3 rule guards. All are rebuilt
+when a store is opened and updated on every write.
 """
 
 from __future__ import annotations
@@ -132,6 +132,50 @@ class TriggerIndex:
 
     def __len__(self) -> int:
         return len(self._rules)
+
+
+class StepIndex:
+    """The step each checkable L3 rule guards (the last tool of its :class:`~hindsight_lab.trace.checks.Check`).
+
+    A rule speaks to the tasks whose runs reach its step. A query has no run yet, but its nearest past runs show
+    the steps its kind of task takes: :meth:`match` fires the rules whose step most of them reached, so a rule
+    worded in tool names is recalled for a request worded in a customer's words.
+
+    Examples:
+        >>> idx = StepIndex(); idx.add("r1", "issue_refund"); idx.add("r2", "reset_password")
+        >>> idx.match([(("get_order", "issue_refund"), 0.8), (("issue_refund",), 0.6), (("search",), 0.5)])
+        ['r1']
+    """
+
+    def __init__(self) -> None:
+        self._step: dict[str, str] = {}
+
+    def add(self, rule_id: str, step: str | None) -> None:
+        self._step.pop(rule_id, None)
+        if step:
+            self._step[rule_id] = step
+
+    def remove(self, rule_id: str) -> None:
+        self._step.pop(rule_id, None)
+
+    def match(self, neighbours: Iterable[tuple[Iterable[str], float]], min_share: float = 0.5) -> list[str]:
+        """The rules whose step was reached by more than ``min_share`` of the neighbours' similarity weight
+        (``neighbours``: each past run's tools and its similarity to the query)."""
+        if not self._step:
+            return []
+        reached: dict[str, float] = defaultdict(float)
+        total = 0.0
+        for tools, sim in neighbours:
+            w = max(float(sim), 0.0)
+            total += w
+            for tool in set(tools):
+                reached[tool] += w
+        if total <= 0:
+            return []
+        return [rid for rid, step in self._step.items() if reached.get(step, 0.0) / total > min_share]
+
+    def __len__(self) -> int:
+        return len(self._step)
 
 
 def infer_task_type(neighbours: Iterable[tuple[str | None, float]], *, k: int, min_votes: int,

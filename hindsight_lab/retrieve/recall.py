@@ -1,8 +1,10 @@
 """The recall paths merged into one candidate set, and the rerank features of each candidate (DESIGN §3).
 
 The paths: ``vector`` (nearest records by embedding), ``keyword`` (best BM25 matches,
-:mod:`~hindsight_lab.retrieve.lexical`), ``task_type`` (newest records of the query's task_type) and ``trigger``
-(rules whose trigger matches the query).
+:mod:`~hindsight_lab.retrieve.lexical`), ``task_type`` (newest records of the query's task_type), ``trigger``
+(rules whose trigger matches the query) and, with ``retrieval.step_rules``, ``step`` (checkable rules guarding a
+step that most of the query's nearest past runs reached, :class:`~.paths.StepIndex`). Rules found by ``trigger`` or ``step`` are guaranteed a
+place (``retrieval.max_triggered``).
 
 ``recall`` is the part of a search that reads the store and the :class:`~.index.RecallIndex`;
 :mod:`~hindsight_lab.retrieve.features` turns its candidates into the matrix the pure rerank scores. The sweep's
@@ -69,7 +71,8 @@ class Candidates:
 
     @property
     def forced(self) -> np.ndarray:
-        return np.array(["trigger" in p for p in self.paths], dtype=bool)
+        """Rules guaranteed a place: those whose trigger fired or whose step the nearest past runs reached."""
+        return np.array(["trigger" in p or "step" in p for p in self.paths], dtype=bool)
 
     def matrix(self) -> np.ndarray:
         return np.stack(self.embeddings) if self.embeddings else np.zeros((0, 1), dtype=np.float32)
@@ -108,6 +111,10 @@ def recall(store: Any, index: RecallIndex, q: np.ndarray, query: str, cfg: Retri
         wanted += [(rid, Bucket(b), "task_type") for rid, b in index.task_types.newest(out.task_type, cfg.path_depth)]
     out.triggered = index.triggers.match(query, out.task_type, domain)
     wanted += [(rid, Bucket.RULE, "trigger") for rid in out.triggered]
+    if cfg.step_rules:
+        stepped = [rid for rid in index.steps.match(_nearest_runs(out, cfg.top_k)) if rid not in out.triggered]
+        out.triggered += stepped
+        wanted += [(rid, Bucket.RULE, "step") for rid in stepped]
     paths_of: dict[str, list[str]] = {}
     by_bucket: dict[Bucket, list[str]] = {}
     for rid, bucket, path in wanted:
@@ -127,6 +134,13 @@ def recall(store: Any, index: RecallIndex, q: np.ndarray, query: str, cfg: Retri
     if cfg.classifier.intent and out.task_type is not None and cfg.classifier.method in ("logistic", "embedding"):
         _request_types(out, index)
     return out
+
+
+def _nearest_runs(out: Candidates, n: int) -> list[tuple[tuple[str, ...], float]]:
+    """The tools and similarity of the ``n`` episodes the vector path found nearest to the query."""
+    runs = [(tuple((r.attrs or {}).get("tools", ())), sim) for r, sim, paths in
+            zip(out.records, out.similarity, out.paths) if r.kind is Kind.EPISODE and "vector" in paths]
+    return sorted(runs, key=lambda run: -run[1])[:n]
 
 
 def _request_types(out: Candidates, index: RecallIndex) -> None:

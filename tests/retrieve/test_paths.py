@@ -1,12 +1,26 @@
-"""Task-type index, trigger index, the task-type vote, and the injection budget."""
+"""Task-type index, trigger index, step index, the task-type vote, and the injection budget."""
 
 from __future__ import annotations
 
 import pytest
 
 from hindsight_lab.retrieve.inject import HEADERS, fit_budget, render, render_line
-from hindsight_lab.retrieve.paths import TaskTypeIndex, TriggerIndex, infer_task_type, normalise
+from hindsight_lab.retrieve.paths import StepIndex, TaskTypeIndex, TriggerIndex, infer_task_type, normalise
 from hindsight_lab.types import Kind, MemoryRecord, Trigger
+
+
+def test_step_index_fires_rules_whose_step_most_of_the_similarity_weight_reached():
+    idx = StepIndex()
+    idx.add("refund", "issue_refund")
+    idx.add("reset", "reset_password")
+    idx.add("none", None)  # a rule without a check guards no step
+    near = [(("lookup_order", "issue_refund"), 0.9), (("reset_password",), 0.5), (("issue_refund",), 0.2)]
+    assert idx.match(near) == ["refund"]  # 1.1 of 1.6 reached issue_refund
+    assert idx.match(near[1:]) == ["reset"]  # 0.5 of 0.7: the weight, not the count, decides
+    assert idx.match([(("issue_refund",), 0.5), (("search",), 0.5)]) == []  # half is not more than half
+    assert idx.match([]) == [] and idx.match([(("issue_refund",), 0.0)]) == []
+    idx.remove("refund")
+    assert idx.match(near) == [] and len(idx) == 1
 
 
 def test_task_type_index_newest_first_and_moves():

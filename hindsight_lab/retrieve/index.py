@@ -139,7 +139,7 @@ class RecallIndex:
         if rec.kind is Kind.RULE:
             self.triggers.add(rec.id, rec.trigger, rec.domain)
             check = Check.of((rec.attrs or {}).get("check"))
-            self.steps.add(rec.id, check.target if check else None)
+            self.steps.add(rec.id, check.target if check else None, rec.domain)
         if rec.kind is Kind.EPISODE and rec.source_episode_ids:
             self._episode_ids[rec.source_episode_ids[0]] = rec.id
 

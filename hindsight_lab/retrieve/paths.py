@@ -148,19 +148,21 @@ class StepIndex:
     """
 
     def __init__(self) -> None:
-        self._step: dict[str, str] = {}
+        self._step: dict[str, tuple[str, str | None]] = {}  # rule id → (step, domain)
 
-    def add(self, rule_id: str, step: str | None) -> None:
+    def add(self, rule_id: str, step: str | None, domain: str | None = None) -> None:
         self._step.pop(rule_id, None)
         if step:
-            self._step[rule_id] = step
+            self._step[rule_id] = (step, domain)
 
     def remove(self, rule_id: str) -> None:
         self._step.pop(rule_id, None)
 
-    def match(self, neighbours: Iterable[tuple[Iterable[str], float]], min_share: float = 0.5) -> list[str]:
+    def match(self, neighbours: Iterable[tuple[Iterable[str], float]], min_share: float = 0.5,
+              domain: str | None = None) -> list[str]:
         """The rules whose step was reached by more than ``min_share`` of the neighbours' similarity weight
-        (``neighbours``: each past run's tools and its similarity to the query)."""
+        (``neighbours``: each past run's tools and its similarity to the query); with ``domain``, only rules of
+        that domain or of none, as for triggers."""
         if not self._step:
             return []
         reached: dict[str, float] = defaultdict(float)
@@ -172,7 +174,8 @@ class StepIndex:
                 reached[tool] += w
         if total <= 0:
             return []
-        return [rid for rid, step in self._step.items() if reached.get(step, 0.0) / total > min_share]
+        return [rid for rid, (step, of) in self._step.items()
+                if reached.get(step, 0.0) / total > min_share and (domain is None or of in (None, domain))]
 
     def __len__(self) -> int:
         return len(self._step)

@@ -3,8 +3,8 @@
 The paths: ``vector`` (nearest records by embedding), ``keyword`` (best BM25 matches,
 :mod:`~hindsight_lab.retrieve.lexical`), ``task_type`` (newest records of the query's task_type), ``trigger``
 (rules whose trigger matches the query) and, with ``retrieval.step_rules``, ``step`` (checkable rules guarding a
-step that most of the query's nearest past runs reached, :class:`~.paths.StepIndex`). Rules found by ``trigger`` or ``step`` are guaranteed a
-place (``retrieval.max_triggered``).
+step that most of the query's nearest past runs reached, :class:`~.paths.StepIndex`). Rules found by ``trigger`` or
+``step`` are guaranteed a place (``retrieval.max_triggered``).
 
 ``recall`` is the part of a search that reads the store and the :class:`~.index.RecallIndex`;
 :mod:`~hindsight_lab.retrieve.features` turns its candidates into the matrix the pure rerank scores. The sweep's
@@ -112,7 +112,8 @@ def recall(store: Any, index: RecallIndex, q: np.ndarray, query: str, cfg: Retri
     out.triggered = index.triggers.match(query, out.task_type, domain)
     wanted += [(rid, Bucket.RULE, "trigger") for rid in out.triggered]
     if cfg.step_rules:
-        stepped = [rid for rid in index.steps.match(_nearest_runs(out, cfg.top_k)) if rid not in out.triggered]
+        fired = index.steps.match(_nearest_runs(out, cfg.top_k), domain=domain)
+        stepped = [rid for rid in fired if rid not in out.triggered]
         out.triggered += stepped
         wanted += [(rid, Bucket.RULE, "step") for rid in stepped]
     paths_of: dict[str, list[str]] = {}

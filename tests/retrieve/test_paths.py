@@ -19,7 +19,11 @@ def test_step_index_fires_rules_whose_step_most_of_the_similarity_weight_reached
     assert idx.match(near[1:]) == ["reset"]  # 0.5 of 0.7: the weight, not the count, decides
     assert idx.match([(("issue_refund",), 0.5), (("search",), 0.5)]) == []  # half is not more than half
     assert idx.match([]) == [] and idx.match([(("issue_refund",), 0.0)]) == []
+    idx.add("telecom", "issue_refund", "telecom")  # a rule of one domain fires for that domain or an unknown one
+    assert idx.match(near, domain="retail") == ["refund"] and "telecom" in idx.match(near, domain="telecom")
+    assert "telecom" in idx.match(near)
     idx.remove("refund")
+    idx.remove("telecom")
     assert idx.match(near) == [] and len(idx) == 1
 
 

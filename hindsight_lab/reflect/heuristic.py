@@ -142,7 +142,7 @@ class HeuristicReflector:
         others = [r for r in related if (r.task_type or "untyped") != tt]
         succ_paths = Counter(_path(r) for r in same if r.outcome == "success")
         if ep.outcome == "success":
-            draft = self._success(ep, tt, same, succ_paths)
+            draft = self._success(ep, tt, same, succ_paths, related)
         else:
             draft = self._failure(ep, tt, same, related, succ_paths)
         if "nothing" in draft:
@@ -159,8 +159,8 @@ class HeuristicReflector:
 
     # ------------------------------------------------------------------ rule drafts
     @staticmethod
-    def _success(ep: CompressedEpisode, tt: str, same: list[CompressedEpisode], succ_paths: Counter
-                 ) -> dict[str, Any]:
+    def _success(ep: CompressedEpisode, tt: str, same: list[CompressedEpisode], succ_paths: Counter,
+                 related: Sequence[CompressedEpisode]) -> dict[str, Any]:
         path = _path(ep)
         support = succ_paths.get(path, 0)
         failed_same_path = [r for r in same if r.outcome != "success" and _path(r) == path]
@@ -173,7 +173,7 @@ class HeuristicReflector:
                                            + (f"; {support} similar run(s) succeeded the same way" if support else ""),
                 "reusable_rule": f"For {tt} tasks, call {_arrow(path)} in this order.",
                 "confidence": 0.55 + 0.1 * support - 0.1 * len(failed_same_path), "counter": counter,
-                **_order_check(path, set(ep.state_changing), runs=[ep, *same])}
+                **_order_check(path, set(ep.state_changing), runs=[ep, *related])}
 
     @staticmethod
     def _failure(ep: CompressedEpisode, tt: str, same: list[CompressedEpisode],

@@ -62,3 +62,20 @@ def test_a_failure_whose_type_never_succeeded_learns_from_a_success_that_took_it
     assert out.reusable_rule == "Before toggle_data, call check_signal → reseat_sim first."
     alone = HeuristicReflector().reflect(failed, [other_step])  # no success reached toggle_data: no check
     assert not isinstance(alone, Reflection) or alone.check is None
+
+
+def test_a_success_check_reads_every_related_run_that_reached_its_step_not_only_its_own_type():
+    # the success's own type has no other run; runs of other types that reached `reboot` show that checking the
+    # signal first is what told success from failure there
+    ok = _ep("ok", ("check_signal", "get_customer", "check_status", "reboot"), "success")
+    related = [_ep("r1", ("check_signal", "reboot", "reseat_sim"), "success"),
+               _ep("r2", ("get_customer", "check_status", "reboot", "toggle_data"), "failure"),
+               _ep("r3", ("get_customer", "check_status", "reboot", "toggle_roaming"), "failure")]
+    assert all(r.task_type != ok.task_type for r in related)
+    out = HeuristicReflector().reflect(ok, related)
+    assert isinstance(out, Reflection)
+    assert out.check == {"kind": "order", "tools": ["check_signal", "reboot"]}
+    # negative control: with no related run that reached the step, the tools closest to it (nothing to contrast)
+    alone = HeuristicReflector().reflect(ok, [_ep("r4", ("check_signal", "toggle_data"), "failure")])
+    assert isinstance(alone, Reflection)
+    assert alone.check == {"kind": "order", "tools": ["get_customer", "check_status", "reboot"]}

@@ -21,11 +21,11 @@ Measured on the development splits (``--shuffles 500`` on tau-bench, 200 on tele
 |---|---|---|---|
 | tau-bench airline | 120 (36) | 19 | 2 |
 | the same, step changes state | | 6 | 1 |
-| tau2 telecom, gpt-4.1 then fine-tuned | 80 (48) | 271 | 54 |
-| the same, step changes state | | 159 | 27 |
+| tau2 telecom, gpt-4.1 then fine-tuned | 80 (48) | 271 | 59 |
+| the same, step changes state | | 159 | 32 |
 
 What passes on tau-bench is mostly "the runs that did more succeeded more". An example is "before
-search_direct_flight, call update_reservation_flights" (p 0.008). Few of these checks say anything beyond that.
+search_direct_flight, call update_reservation_flights" (p 0.006). Few of these checks say anything beyond that.
 On telecom, whole families pass and survive the null: before reboot_device, call get_bills_for_customer,
 make_payment, send_payment_request or resume_line. Within one task, the run that dealt with the unpaid bill first
 succeeded. There the outcomes support far more promotable checks than the 3 the heuristic reflector got promoted
@@ -44,7 +44,7 @@ from hindsight_lab.config import LabConfig
 from hindsight_lab.datasets.combine import load_history
 from hindsight_lab.datasets.registry import resolve
 from hindsight_lab.memory.verify import helps_probability
-from hindsight_lab.replay.lift import Run, pooled_lift
+from hindsight_lab.replay.lift import Run, null_lifts, pooled_lift, runs_of
 from hindsight_lab.trace.checks import Check
 
 
@@ -70,22 +70,13 @@ def passing_checks(runs: list[Run], *, state_changing: bool, read_only: tuple[st
     return sorted(out, key=lambda row: -row[0])
 
 
-def within_task_p(check: Check, runs: list[Run], rng: np.random.Generator, n: int) -> float:
-    """One-sided p of the check's lift against shuffles of the outcomes among each task's runs."""
+def within_task_p(check: Check, runs: list[Run], n: int) -> float:
+    """One-sided p of the check's lift against the replay's null (:func:`~hindsight_lab.replay.lift.null_lifts`:
+    outcomes shuffled among each task's runs)."""
     observed, compared = pooled_lift([(check, -1)], runs)
     if not compared:
         return float("nan")
-    by_task: dict[str, list[int]] = {}
-    for i, r in enumerate(runs):
-        by_task.setdefault(r.task, []).append(i)
-    outcomes = np.array([r.success for r in runs])
-    null = np.empty(n)
-    for k in range(n):
-        shuffled = outcomes.copy()
-        for idx in by_task.values():
-            shuffled[idx] = rng.permutation(outcomes[idx])
-        null[k] = pooled_lift([(check, -1)], [Run(r.episode_id, r.task, r.source, r.order, r.tools, bool(s))
-                                              for r, s in zip(runs, shuffled)])[0]
+    null = null_lifts([(check, -1)], runs, 0, n)
     null = null[~np.isnan(null)]
     return float((1 + np.sum(null >= observed - 1e-12)) / (1 + len(null)))
 
@@ -98,13 +89,10 @@ def main() -> None:
     parser.add_argument("--shuffles", type=int, default=500, help="shuffles of the within-task null per check")
     args = parser.parse_args()
     episodes, info = load_history(resolve(args.dataset))
-    runs = [Run(e.episode_id, e.task_id or e.episode_id, str((e.meta or {}).get("source_file", "")), i,
-                tuple(e.tool_names()), e.outcome == "success")
-            for i, e in enumerate(episodes) if not (e.outcome != "success" and e.failure_cause == "external")]
+    runs = runs_of(episodes, outside_failures=False)
     read_only = tuple(LabConfig().episode.read_only_prefixes)
     passing = passing_checks(runs, state_changing=args.state_changing, read_only=read_only)
-    rng = np.random.default_rng(0)
-    ps = [within_task_p(check, runs, rng, args.shuffles) for _, check, _, _ in passing]
+    ps = [within_task_p(check, runs, args.shuffles) for _, check, _, _ in passing]
     print(f"{info['name']}: {len(runs)} runs ({sum(r.success for r in runs)} successes); "
           f"{len(passing)} checks pass the promotion bar, {sum(p < 0.05 for p in ps)} with a lift above the "
           "within-task null (p < 0.05)")

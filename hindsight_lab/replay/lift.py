@@ -71,9 +71,7 @@ def lift_report(rules: Sequence[Any], episodes: Sequence[Any], times: Sequence[d
 
     With ``injected`` (query episode id → the rules injected for it, each known by its first source episode), each
     rule also says where it was injected: see :func:`where_applied`."""
-    runs = [Run(e.episode_id, e.task_id or e.episode_id, str((e.meta or {}).get("source_file", "")), i,
-                tuple(e.tool_names()), e.outcome == "success")
-            for i, e in enumerate(episodes) if not (e.outcome != "success" and e.failure_cause == "external")]
+    runs = runs_of(episodes, outside_failures=False)
     promoted = []
     for rec in rules:
         check, at = Check.of((rec.attrs or {}).get("check")), (rec.attrs or {}).get("promoted_at")
@@ -87,26 +85,27 @@ def lift_report(rules: Sequence[Any], episodes: Sequence[Any], times: Sequence[d
                                      for rec, check, after in promoted],
                            "lift": lift if compared else None, "runs_compared": compared, "note": NOTE}
     if injected is not None:
-        ids = [(rec.source_episode_ids[:1] or (rec.id,))[0] for rec, _, _ in promoted]
-        rows = [(rid, check, after) for rid, (_, check, after) in zip(ids, promoted)]
-        for row, (applies, hits) in zip(out["rules"], where_applied(rows, runs_all(episodes), injected)):
+        rows = [((rec.source_episode_ids[:1] or (rec.id,))[0], check, after) for rec, check, after in promoted]
+        for row, (applies, hits) in zip(out["rules"], where_applied(rows, runs_of(episodes), injected)):
             row.update(applies=applies, injected_where_applies=hits)
         judged = [r for r in out["rules"] if r["applies"]]
         out["injected_where_apply"] = (sum(2 * r["injected_where_applies"] >= r["applies"] for r in judged)
                                        / len(judged)) if judged else None
     if compared:
-        boot, null = _bootstrap(pairs, runs, seed, n), _null(pairs, runs, seed, n)
+        boot, null = _bootstrap(pairs, runs, seed, n), null_lifts(pairs, runs, seed, n)
         out.update(ci=[float(np.nanpercentile(boot, 2.5)), float(np.nanpercentile(boot, 97.5))],
                    null_p95=float(np.nanpercentile(null, 95)),
                    p_value=float((1 + np.sum(null >= lift - 1e-12)) / (1 + np.sum(~np.isnan(null)))))
     return out
 
 
-def runs_all(episodes: Sequence[Any]) -> list[Run]:
-    """Every replayed episode as a :class:`Run`, in replay order (outside failures included: a rule applies to
-    them as to any other run)."""
+def runs_of(episodes: Sequence[Any], *, outside_failures: bool = True) -> list[Run]:
+    """The replayed episodes as :class:`Run` s, ``order`` their place in replay order. Without
+    ``outside_failures``, failures of an outside cause (``failure_cause: external``) are left out: they say nothing
+    of a rule's worth, though a rule applies to them as to any other run."""
     return [Run(e.episode_id, e.task_id or e.episode_id, str((e.meta or {}).get("source_file", "")), i,
-                tuple(e.tool_names()), e.outcome == "success") for i, e in enumerate(episodes)]
+                tuple(e.tool_names()), e.outcome == "success") for i, e in enumerate(episodes)
+            if outside_failures or not (e.outcome != "success" and e.failure_cause == "external")]
 
 
 def where_applied(rules: Sequence[tuple[str, Check, int]], runs: Sequence[Run],
@@ -150,7 +149,7 @@ def _bootstrap(pairs: Sequence[tuple[Check, int]], runs: Sequence[Run], seed: in
     return out
 
 
-def _null(pairs: Sequence[tuple[Check, int]], runs: Sequence[Run], seed: int, n: int) -> np.ndarray:
+def null_lifts(pairs: Sequence[tuple[Check, int]], runs: Sequence[Run], seed: int, n: int) -> np.ndarray:
     """The pooled lift over ``n`` shuffles of the outcomes among the runs of each task."""
     rng = np.random.default_rng(seed + 1)
     by_task: dict[str, list[int]] = {}

@@ -11,10 +11,10 @@ from typing import Any, Callable, Iterable
 
 import numpy as np
 
+from ..trace.checks import Check
 from ..types import BUCKETS, Bucket, Kind, MemoryRecord
 from .classify import TaskTypeClassifier, learns_from
 from .lexical import LexicalIndex
-from ..trace.checks import Check
 from .paths import StepIndex, TaskTypeIndex, TriggerIndex
 
 

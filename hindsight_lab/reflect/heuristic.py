@@ -16,12 +16,13 @@ step are the ones that told success from failure among the runs at hand (the epi
 reached the step), else the ones closest to the step.
 
 Counter-examples come from related episodes where the rule did not hold: the same order that still failed, another
-order that also worked, or related tasks of another type. Without any, the reflection is rejected by validation
-(``empty_counter_examples``) and never promoted. Confidence grows with the related episodes that support the rule
-(successful alternatives, earlier runs that failed the same way) and shrinks with those that contradict it. A
-trigger is attached when a state-changing tool's verb appears in the instruction. A rule that asks for a tool order
-(the path that worked, or the one successful similar runs took) carries it as a check
-(:mod:`hindsight_lab.trace.checks`), so later runs can verify it.
+order that also worked, or the task types of related runs of another type, each named once ("not for X tasks"; an
+example request of that type would repeat in every injection of the rule what the episodes beside it say, at about a
+hundred tokens a rule). Without any, the reflection is rejected by validation (``empty_counter_examples``) and never
+promoted. Confidence grows with the related episodes that support the rule (successful alternatives, earlier runs
+that failed the same way) and shrinks with those that contradict it. A trigger is attached when a state-changing
+tool's verb appears in the instruction. A rule that asks for a tool order (the path that worked, or the one
+successful similar runs took) carries it as a check (:mod:`hindsight_lab.trace.checks`), so later runs can verify it.
 
 Examples:
     >>> from hindsight_lab.config import LabConfig
@@ -148,8 +149,8 @@ class HeuristicReflector:
         if "nothing" in draft:
             return Rejection("nothing_to_learn", draft["nothing"], "", ep.episode_id)
         counter = draft.pop("counter")
-        counter += [f"not for {r.task_type or 'untyped'} tasks such as '{_short(r.instruction)}'"
-                    for r in others if r.task_type != ep.task_type][: max(0, _MAX_COUNTER - len(counter))]
+        scope = dict.fromkeys(f"not for {r.task_type or 'untyped'} tasks" for r in others)
+        counter += list(scope)[: max(0, _MAX_COUNTER - len(counter))]
         draft.update(task_type=tt, outcome=ep.outcome, counter_examples=counter[:_MAX_COUNTER],
                      confidence=round(min(0.95, max(0.2, draft["confidence"])), 3))
         trigger = self._trigger(ep)

@@ -79,3 +79,16 @@ def test_a_success_check_reads_every_related_run_that_reached_its_step_not_only_
     alone = HeuristicReflector().reflect(ok, [_ep("r4", ("check_signal", "toggle_data"), "failure")])
     assert isinstance(alone, Reflection)
     assert alone.check == {"kind": "order", "tools": ["get_customer", "check_status", "reboot"]}
+
+
+def test_scope_counter_examples_name_each_other_task_type_once_without_quoting_its_requests():
+    # what the rule is not for: the task types of related runs of another type, each once; quoting one of their
+    # requests would repeat, in every injection of the rule, what the episodes injected beside it already say
+    ok = _ep("ok", ("check_signal", "reboot"), "success")
+    related = [_ep("r1", ("get_customer", "reseat_sim"), "success", task_type="sim"),
+               _ep("r2", ("get_customer", "reseat_sim"), "failure", task_type="sim"),
+               _ep("r3", ("get_customer", "toggle_data"), "success", task_type="data")]
+    out = HeuristicReflector().reflect(ok, related)
+    assert isinstance(out, Reflection)
+    assert out.counter_examples == ["not for sim tasks", "not for data tasks"]
+    assert not any(r.instruction in c or "such as" in c for r in related for c in out.counter_examples)

@@ -141,3 +141,23 @@ def test_rules_with_the_same_check_merge_whatever_their_wording_and_task_type(ha
         assert set(cands[0].source_episode_ids) == {"e1", "e2"} and cands[0].content.startswith("For refund")
     else:  # unlike texts, other task types: apart, as before
         assert [c.hit_count for c in cands] == [1, 1, 1]
+
+
+def test_one_customer_with_two_requests_counts_as_two_tasks(hashing) -> None:
+    # runs about the same customer are one task only if, when they succeeded, they changed the same things: a
+    # success that also sent a voucher did another request of that customer (tau2 telecom: one customer, many faults)
+    def run(i: int, extra: list[str]) -> dict:
+        out = _run(i, "C100", follow=True, ok=True)
+        out["steps"] += [{"type": "tool_call", "name": t, "arguments": {"customer_id": "C100"}} for t in extra]
+        return out
+
+    mem = _mem(hashing)
+    _rule(mem)
+    mem.write_episodes([run(0, []), run(1, ["send_voucher"])])
+    (rule,) = mem.records(Kind.RULE)  # the seed and two requests: three tasks, P(helps) 3/4
+    assert counts(rule) == {"fo": 2, "fx": 0, "io": 0, "ix": 0} and rule.confidence == pytest.approx(3 / 4)
+    # negative control: two successes that changed the same things are retries of one request
+    mem2 = _mem(hashing)
+    _rule(mem2)
+    mem2.write_episodes([run(0, ["send_voucher"]), run(1, ["send_voucher"])])
+    assert not mem2.records(Kind.RULE) and mem2.records(Kind.CANDIDATE)[0].confidence == pytest.approx(3 / 4)

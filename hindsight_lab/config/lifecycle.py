@@ -70,7 +70,9 @@ class PromotionConfig(Section):
     (:mod:`hindsight_lab.memory.verify`): their confidence follows those runs' outcomes."""
     distinct: Literal["tasks", "episodes"] = Field("tasks", json_schema_extra=affects(WRITE))
     """What counts as different: ``tasks`` — runs about different instances (the identifiers they name,
-    ``same_task_overlap``), so retries of one task count once; ``episodes`` — every episode."""
+    ``same_task_overlap``) or, for two successes, that changed different things (their state-changing tools: one
+    customer, two requests), so retries of one task count once
+    (:func:`~hindsight_lab.trace.summary.distinct_tasks`); ``episodes`` — every episode."""
     same_task_overlap: float = Field(0.5, gt=0, le=1, json_schema_extra=affects(WRITE))
     """Two runs are of one task when their identifiers overlap this much (Jaccard) or more."""
     require_counter_examples: bool = Field(True, json_schema_extra=affects(WRITE))

@@ -13,9 +13,9 @@ proposed (``attrs.proposed``). A lucky rule — a wrong order that once succeede
 follow it and fail, whatever the reflector thought of it.
 
 A candidate is promoted (article §3.3, "three verifications") when the runs that confirmed it, with the runs it was
-proposed from, come from ``promotion.min_hits`` different tasks — told apart by what they were about, the
-identifiers they named (:func:`~hindsight_lab.trace.summary.distinct_instances`), not by a dataset's task id —
-its confidence is above ``promotion.min_mean_confidence``, and it has counter-examples.
+proposed from, come from ``promotion.min_hits`` different tasks — told apart by what they were about, the identifiers
+they named, and for successes by what they changed (:func:`~hindsight_lab.trace.summary.distinct_tasks`), not by a
+dataset's task id — its confidence is above ``promotion.min_mean_confidence``, and it has counter-examples.
 
 Examples:
     >>> round(helps_probability({"fo": 0, "fx": 0, "io": 0, "ix": 0}), 3)  # no evidence: either way

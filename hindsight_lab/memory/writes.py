@@ -18,7 +18,7 @@ from ..trace.checks import Check
 from ..reflect.pipeline import PENDING
 from ..retrieve.index import RecallIndex, is_retired
 from ..trace import Episode
-from ..trace.summary import distinct_instances, episode_key, instance_signature, summarise
+from ..trace.summary import distinct_tasks, episode_key, instance_signature, is_read_only, summarise
 from ..types import Bucket, Kind, MemoryRecord, WriteResult
 from . import verify
 from .evidence import Contradictions
@@ -249,17 +249,22 @@ class Writes:
         episodes = list(dict.fromkeys([*rec.source_episode_ids, *verify.confirming(rec)]))
         if self.config.promotion.distinct == "episodes":
             return len(episodes)
-        return distinct_instances([self._instance(e) for e in episodes], self.config.promotion.same_task_overlap)
+        return distinct_tasks([self._task(e) for e in episodes], self.config.promotion.same_task_overlap)
 
-    def _instance(self, episode_id: str) -> tuple[str, ...]:
-        """The stored signature of an episode (its own id when it is not stored: a task of its own)."""
+    def _task(self, episode_id: str) -> tuple[tuple[str, ...], frozenset[str] | None]:
+        """What an episode was about and, for a success, what it changed (:func:`~hindsight_lab.trace.summary.
+        distinct_tasks`): its stored signature (its own id when it has none or is not stored: a task of its own) and
+        its state-changing tools."""
         rid = self.index.record_of_episode(episode_id)
         for bucket in (Bucket.EPISODE, Bucket.ARCHIVE) if rid else ():
             found = self.store.get(bucket, [rid])
             if found:
-                sig = tuple((found[0][0].attrs or {}).get("instance") or ())
-                return sig or (f"episode:{episode_id}",)
-        return (f"episode:{episode_id}",)
+                rec = found[0][0]
+                sig = tuple((rec.attrs or {}).get("instance") or ()) or (f"episode:{episode_id}",)
+                changed = frozenset(t for t in (rec.attrs or {}).get("tools", ())
+                                    if not is_read_only(t, self.config.episode.read_only_prefixes))
+                return sig, changed if rec.outcome == "success" else None
+        return (f"episode:{episode_id}",), None
 
     def _verify_rules(self, episode: MemoryRecord, now: datetime) -> None:
         """The later evidence an episode brings to the candidates and rules that check a step it reached."""

@@ -21,8 +21,9 @@ example request of that type would repeat in every injection of the rule what th
 hundred tokens a rule). Without any, the reflection is rejected by validation (``empty_counter_examples``) and never
 promoted. Confidence grows with the related episodes that support the rule (successful alternatives, earlier runs
 that failed the same way) and shrinks with those that contradict it. A trigger is attached when a state-changing
-tool's verb appears in the instruction. A rule that asks for a tool order (the path that worked, or the one
-successful similar runs took) carries it as a check (:mod:`hindsight_lab.trace.checks`), so later runs can verify it.
+tool's verb appears in the instruction (for a light verb, the noun it takes: ``make_payment`` fires on "payment"). A
+rule that asks for a tool order (the path that worked, or the one successful similar runs took) carries it as a check
+(:mod:`hindsight_lab.trace.checks`), so later runs can verify it.
 
 Examples:
     >>> from hindsight_lab.config import LabConfig
@@ -112,6 +113,27 @@ def _contrast(tool: str, target: str, runs: Sequence[CompressedEpisode]) -> floa
 def _changing(ep: CompressedEpisode, related: Sequence[CompressedEpisode]) -> set[str]:
     """Tools that changed state in the episode or its related ones (the same names, the same reading)."""
     return set(ep.state_changing).union(*(r.state_changing for r in related))
+
+
+LIGHT_VERBS = frozenset({"make", "do", "have", "take", "give", "get", "put", "set", "go", "keep", "let"})
+"""English light verbs (Jespersen's term): their meaning comes from the noun they take ("make a payment", "take a
+seat"), so alone they match requests about anything ("make sure", "make a call")."""
+
+
+def _telling_word(tool: str) -> str | None:
+    """The word of a tool's name a request that needs the tool would use: its verb (``cancel_reservation``:
+    ``cancel``), or for a light verb (:data:`LIGHT_VERBS`) the noun it takes (``make_payment``: ``payment``).
+
+    Examples:
+        >>> _telling_word("cancel_reservation"), _telling_word("make_payment"), _telling_word("make")
+        ('cancel', 'payment', None)
+    """
+    parts = [p for p in re.split(r"[_\W]+", tool.lower()) if p]
+    if not parts:
+        return None
+    if parts[0] not in LIGHT_VERBS:
+        return parts[0]
+    return parts[1] if len(parts) > 1 else None
 
 
 def _short(text: str, n: int = 60) -> str:
@@ -230,7 +252,7 @@ class HeuristicReflector:
         words = set(normalise(ep.instruction).split())
         verbs = []
         for tool in ep.state_changing:
-            verb = tool.split("_")[0].lower()
-            if verb in words and verb not in verbs:
-                verbs.append(verb)
+            word = _telling_word(tool)
+            if word and word in words and word not in verbs:
+                verbs.append(word)
         return {"any": verbs, "all": [], "task_types": []} if verbs else None

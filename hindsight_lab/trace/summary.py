@@ -164,16 +164,27 @@ def same_instance(a: Sequence[str], b: Sequence[str], threshold: float = 0.5) ->
     return bool(sa and sb) and len(sa & sb) / len(sa | sb) >= threshold
 
 
-def distinct_instances(signatures: Sequence[Sequence[str]], threshold: float = 0.5) -> int:
-    """How many different instances (tasks) a list of signatures names: each joins the first earlier one it shares
-    an instance with (:func:`same_instance`), else counts as new.
+def distinct_tasks(runs: Sequence[tuple[Sequence[str], frozenset[str] | None]], threshold: float = 0.5) -> int:
+    """How many different tasks a list of runs did: a task is what a run was about (its instance signature,
+    :func:`same_instance`) and what it needed done, which only a success shows — the state-changing tools it called.
+    Each run is ``(signature, changed)``, ``changed`` None for a run that did not succeed. Successes group first: one
+    joins the first earlier success of the same instance that changed the same things, else is a task of its own
+    (one customer, two different requests: two tasks). Then a run that did not succeed joins the first task of its
+    instance, whatever was changed there (it could have been any of them), else starts one of its own. Read from the
+    runs alone, never from a label.
 
     Examples:
-        >>> distinct_instances([("a1", "x"), ("a1", "x", "y"), ("b2",), ()])
-        3
+        >>> one = ("555-0100", "c1001")
+        >>> distinct_tasks([(one, frozenset({"resume_line"})), (one, frozenset({"reboot_device"}))])  # two requests
+        2
+        >>> distinct_tasks([(one, frozenset({"resume_line"})), (one, frozenset({"resume_line"})), (one, None)])
+        1
+        >>> distinct_tasks([(("a1",), None), (("a1",), None), (("b2",), frozenset())])
+        2
     """
-    seen: list[set[str]] = []
-    for sig in signatures:
-        if not any(same_instance(sig, s, threshold) for s in seen):
-            seen.append(set(sig))
-    return len(seen)
+    tasks: list[tuple[set[str], frozenset[str] | None]] = []
+    for sig, changed in sorted(runs, key=lambda run: run[1] is None):  # successes first, in order
+        if not any(same_instance(sig, s, threshold) and (changed is None or c == changed) for s, c in tasks):
+            tasks.append((set(sig), changed))
+    return len(tasks)
+

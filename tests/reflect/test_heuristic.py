@@ -4,6 +4,8 @@ successes that took its last step."""
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 from hindsight_lab.reflect.compress import CompressedEpisode
 from hindsight_lab.reflect.heuristic import HeuristicReflector, _contrast, _order_check
 from hindsight_lab.reflect.schema import Reflection
@@ -92,3 +94,13 @@ def test_scope_counter_examples_name_each_other_task_type_once_without_quoting_i
     assert isinstance(out, Reflection)
     assert out.counter_examples == ["not for sim tasks", "not for data tasks"]
     assert not any(r.instruction in c or "such as" in c for r in related for c in out.counter_examples)
+
+
+def test_a_trigger_is_the_tools_verb_or_for_a_light_verb_the_noun_it_takes():
+    def ep(instruction: str) -> CompressedEpisode:
+        return replace(_ep("p", ("get_customer", "make_payment", "cancel_line"), "success"), instruction=instruction)
+
+    # 'make' alone would fire on any request that says 'make sure': the light verb's noun tells instead
+    assert HeuristicReflector._trigger(ep("Please make sure my phone works")) is None
+    assert HeuristicReflector._trigger(ep("I want to settle my payment"))["any"] == ["payment"]
+    assert HeuristicReflector._trigger(ep("Make the payment and cancel the old line"))["any"] == ["payment", "cancel"]

@@ -28,7 +28,7 @@ What passes on tau-bench is mostly "the runs that did more succeeded more". An e
 search_direct_flight, call update_reservation_flights" (p 0.006). Few of these checks say anything beyond that.
 On telecom, whole families pass and survive the null: before reboot_device, call get_bills_for_customer,
 make_payment, send_payment_request or resume_line. Within one task, the run that dealt with the unpaid bill first
-succeeded. There the outcomes support far more promotable checks than the 3 the heuristic reflector got promoted
+succeeded. There the outcomes support far more promotable checks than the 4 the heuristic reflector gets promoted
 on this replay. Few checks are supported on tau-bench.
 """
 

@@ -260,10 +260,12 @@ class Writes:
             found = self.store.get(bucket, [rid])
             if found:
                 rec = found[0][0]
-                sig = tuple((rec.attrs or {}).get("instance") or ()) or (f"episode:{episode_id}",)
-                changed = frozenset(t for t in (rec.attrs or {}).get("tools", ())
-                                    if not is_read_only(t, self.config.episode.read_only_prefixes))
-                return sig, changed if rec.outcome == "success" else None
+                attrs = rec.attrs or {}
+                sig = tuple(attrs.get("instance") or ()) or (f"episode:{episode_id}",)
+                if rec.outcome != "success":
+                    return sig, None
+                read_only = self.config.episode.read_only_prefixes
+                return sig, frozenset(t for t in attrs.get("tools", ()) if not is_read_only(t, read_only))
         return (f"episode:{episode_id}",), None
 
     def _verify_rules(self, episode: MemoryRecord, now: datetime) -> None:

@@ -250,9 +250,9 @@ class HeuristicReflector:
     @staticmethod
     def _trigger(ep: CompressedEpisode) -> dict[str, list[str]] | None:
         words = set(normalise(ep.instruction).split())
-        verbs = []
+        found = []
         for tool in ep.state_changing:
             word = _telling_word(tool)
-            if word and word in words and word not in verbs:
-                verbs.append(word)
-        return {"any": verbs, "all": [], "task_types": []} if verbs else None
+            if word and word in words and word not in found:
+                found.append(word)
+        return {"any": found, "all": [], "task_types": []} if found else None

@@ -187,4 +187,3 @@ def distinct_tasks(runs: Sequence[tuple[Sequence[str], frozenset[str] | None]], 
         if not any(same_instance(sig, s, threshold) and (changed is None or c == changed) for s, c in tasks):
             tasks.append((set(sig), changed))
     return len(tasks)
-

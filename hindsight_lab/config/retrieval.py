@@ -90,6 +90,11 @@ class RetrievalConfig(Section):
     """A checkable L3 rule also fires, like a trigger, when more than half of the similarity weight of the query's
     ``top_k`` nearest past runs reached the step it guards: a rule worded in tool names then reaches requests
     worded in a customer's words. Such rules take guaranteed places (``max_triggered``) from the episodes."""
+    confidence_within: Literal["all", "task_type"] = Field("all", json_schema_extra=affects(RECALL))
+    """What the confidence term compares: ``all``, the record's confidence as it is; ``task_type``, the record's
+    confidence against the mean of the candidates of its own stored task type (``0.5 + c - mean``, clipped to
+    [0, 1]), so outcomes order alike memories without lifting every memory of a task type that often succeeds
+    above the memories of the query's own type."""
     token_budget: int = Field(600, ge=1, json_schema_extra=affects(RECALL))
     """Token budget of the injected memories, counted with the embedding model's tokenizer."""
     recency_half_life_days: float = Field(14.0, gt=0, json_schema_extra=affects(RECALL))

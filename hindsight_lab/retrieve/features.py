@@ -45,6 +45,29 @@ def _recency(ages: np.ndarray, params: ParamBatch) -> np.ndarray:
     return recency(ages[None, :], half[:, None])
 
 
+def confidences(c: "Candidates", now: datetime) -> np.ndarray:
+    """Each candidate's confidence; with ``retrieval.confidence_within: task_type``, against the candidates of its
+    own stored task type: ``0.5 + confidence - their mean``, clipped to [0, 1] (0.5 without a type).
+
+    Examples:
+        >>> from types import SimpleNamespace as R
+        >>> c = R(records=[R(confidence=0.8, task_type="a"), R(confidence=0.5, task_type="a"),
+        ...                R(confidence=0.8, task_type="b"), R(confidence=0.7, task_type=None)],
+        ...       confidence_within="task_type")
+        >>> confidences(c, None).round(2).tolist()  # b's success is alone of its type: no lift over a's
+        [0.65, 0.35, 0.5, 0.5]
+    """
+    conf = np.asarray([r.confidence for r in c.records], dtype=np.float64)
+    if c.confidence_within == "all":
+        return conf
+    out = np.full(len(conf), 0.5)
+    types = [r.task_type for r in c.records]
+    for t in set(types) - {None}:
+        idx = [i for i, x in enumerate(types) if x == t]
+        out[idx] = np.clip(0.5 + conf[idx] - conf[idx].mean(), 0.0, 1.0)
+    return out
+
+
 @dataclass(frozen=True)
 class Feature:
     """One rerank feature: ``raw(candidates, now)`` is cached, ``value(raw, params)`` gives ``(n,)`` or ``(C, n)``."""
@@ -62,7 +85,7 @@ def ages_days(c: "Candidates", now: datetime) -> np.ndarray:
 
 #: Every feature by name: semantic (cosine to the query, clipped to [0, 1]), lexical (BM25 score over the best in
 #: the store), task_type (1 when the record's task type is the query's, or with ``retrieval.classifier.intent`` the
-#: type of its request), confidence, and recency
+#: type of its request), confidence (:func:`confidences`), and recency
 #: (``0.5 ** (age / half_life)`` with the age of :func:`ages_days`).
 FEATURES: dict[str, Feature] = {f.name: f for f in (
     Feature("semantic", lambda c, now: np.asarray(c.similarity, dtype=np.float64), _clipped),
@@ -70,7 +93,7 @@ FEATURES: dict[str, Feature] = {f.name: f for f in (
     Feature("task_type", lambda c, now: np.asarray(
         [1.0 if c.task_type is not None and (r.task_type == c.task_type or (c.intents and c.intents[i] == c.task_type))
          else 0.0 for i, r in enumerate(c.records)], dtype=np.float64)),
-    Feature("confidence", lambda c, now: np.asarray([r.confidence for r in c.records], dtype=np.float64)),
+    Feature("confidence", confidences),
     Feature("recency", ages_days, _recency),
 )}
 

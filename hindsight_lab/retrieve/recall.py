@@ -41,6 +41,7 @@ class Candidates:
     task_type_source: str = "given"
     task_type_share: float = 1.0
     intents: list[str | None] | None = None  # retrieval.classifier.intent: the type of each candidate's request
+    confidence_within: str = "all"  # retrieval.confidence_within: what the confidence feature compares
     _pos: dict[str, int] = field(default_factory=dict, repr=False)
 
     def add(self, rec: MemoryRecord, emb: np.ndarray, sim: float, lexical: float, path: str,
@@ -89,7 +90,7 @@ def recall(store: Any, index: RecallIndex, q: np.ndarray, query: str, cfg: Retri
     episodes and the index's retired successes (:class:`~.index.RetiredVoters`) decides.
     """
     overlay = overlay or {}
-    out = Candidates()
+    out = Candidates(confidence_within=cfg.confidence_within)
     lexical = index.lexical if keywords else None
     bm25 = lexical.scores(query) if lexical is not None else np.zeros(0)
     best = float(bm25.max()) if len(bm25) else 0.0

@@ -158,3 +158,26 @@ def test_with_intent_a_retry_whose_run_went_another_way_matches_the_query_type()
 
     assert task_type_term(cfg) == ("update_address", 0.0)  # by its derived type, not a match (the control)
     assert task_type_term(cfg.with_params({"retrieval.classifier.intent": True})) == ("update_address", 1.0)
+
+
+def test_confidence_within_task_type_compares_a_record_with_its_own_kind():
+    # the refunds all succeeded but one; the address changes all succeeded. Taken as it is, every success lifts its
+    # record alike, whatever its type; within its type, only what sets a record apart from its kind counts
+    cfg, mem = _refunds_and_addresses("logistic")
+    cfg = cfg.with_params({"retrieval.min_similarity": -1.0})  # every stored episode is a candidate
+    mem.write_episode(episode("rf", "Refund order 9 for Dmitri Novak, the kettle leaks", ["lookup_order",
+                                                                                          "issue_refund"],
+                              outcome="failure"), now=T0 + timedelta(hours=8))
+
+    def confidence_term(config: LabConfig) -> dict[str, float]:
+        m = MemorySystem(config, store=mem.store, embedder=mem.embedder).open()
+        res = m.search("Change the address of Ana Lima to 3 Pine Road", now=T0 + timedelta(days=1), explain=True)
+        return {r.source_episode_ids[0]: round(float(v), 3)
+                for r, v in zip(res.candidates.records, res.candidates.raw["confidence"])}
+
+    plain = confidence_term(cfg)
+    within = confidence_term(cfg.with_params({"retrieval.confidence_within": "task_type"}))
+    assert plain["a0"] == plain["r0"] > plain["rf"]  # the control: a success is a success
+    assert within["a0"] == within["a1"] == 0.5  # all alike: nothing to tell them apart
+    assert within["r0"] > 0.5 > within["rf"]  # a refund that failed, among refunds that succeeded
+    assert round(within["r0"] - within["rf"], 3) == round(plain["r0"] - plain["rf"], 3)

@@ -45,7 +45,8 @@ def choose(spec: SweepSpec, base: LabConfig, ok_rows: Sequence[Mapping[str, Any]
     numbers = [int(r["number"]) for r in ok_rows]
     values = np.column_stack([scored.items[-1], *(items[n] for n in numbers)])
     sign = 1.0 if spec.objective.direction == "maximize" else -1.0
-    params = [base_vals] + [{f: r[f] for f in spec.fields} for r in ok_rows]
+    # a trial of the list sampler sets only some of the fields: the others keep the base config's value
+    params = [base_vals] + [{f: r.get(f, base_vals[f]) for f in spec.fields} for r in ok_rows]
     distance = distance_to_base(params, base_vals, spec.ranges)
     folds, weights = joint_design(datasets)
     groups = joint_groups(datasets)

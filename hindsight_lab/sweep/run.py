@@ -22,7 +22,7 @@ from ..errors import ConfigError
 from .compare import compare
 from .mlflow_log import git_commit, log_sweep, with_provenance
 from .result import SPLITS, SweepResult
-from .samplers import make_sampler
+from .samplers import ListSampler, make_sampler
 from .spec import SweepSpec
 from .choose import choose
 from .trials import best_trial, budgeted, dataset_hash, load_datasets, score_batch, split_queries
@@ -54,12 +54,14 @@ def run_sweep(spec: SweepSpec, *, trials: int | None = None, embedder: Any = Non
     datasets = load_datasets(spec, base, embedder)
     timing["load_s"] = time.perf_counter() - t0
     folds = "/".join(str(int(d.design.folds.max()) + 1) for d in datasets if d.design is not None)
+    sampler = make_sampler(spec)
+    if isinstance(sampler, ListSampler):
+        n_trials = min(n_trials, len(sampler))  # a grid or list has no more trials than it lists
     say(f"sweep {spec.name!r}: {n_trials} trials ({spec.sampler}) over {', '.join(spec.fields)}; objective "
         f"{spec.objective.direction} {spec.objective.label}, {folds}-fold by task on "
         f"{sum(len(d.split['dev']) for d in datasets)} dev queries; "
         f"{sum(len(d.split['test']) for d in datasets)} test queries kept for the end")
 
-    sampler = make_sampler(spec)
     rows: list[dict[str, Any]] = []
     configs: dict[int, LabConfig] = {}
     items: dict[int, np.ndarray] = {}

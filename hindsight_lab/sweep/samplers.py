@@ -26,6 +26,9 @@ class ListSampler:
     def __init__(self, trials: list[dict[str, Any]]) -> None:
         self._trials, self._next = trials, 0
 
+    def __len__(self) -> int:
+        return len(self._trials)
+
     def ask(self, n: int) -> list[tuple[int, dict[str, Any]]]:
         out = [(i, dict(self._trials[i])) for i in range(self._next, min(self._next + n, len(self._trials)))]
         self._next += len(out)

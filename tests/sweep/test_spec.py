@@ -7,6 +7,7 @@ from pathlib import Path
 import pytest
 import yaml
 
+from hindsight_lab.config import LabConfig
 from hindsight_lab.errors import ConfigError
 from hindsight_lab.sweep import SweepSpec, run_sweep, split_queries
 from hindsight_lab.sweep.samplers import make_sampler
@@ -78,7 +79,9 @@ def test_grid_random_and_tpe_samplers(tmp_path: Path) -> None:
     grid = SweepSpec.from_dict(_spec(tmp_path, sampler="grid", space={
         "retrieval.weights.semantic": {"low": 0.0, "high": 1.0, "step": 0.5},
         "dedup.similarity": {"values": [0.8, 0.9]}}), folder=tmp_path)
-    trials = make_sampler(grid).ask(100)
+    sampler = make_sampler(grid)
+    assert len(sampler) == 6  # what a sweep reports as its trial count, whatever the spec's `trials`
+    trials = sampler.ask(100)
     assert len(trials) == 6 and {t[1]["retrieval.weights.semantic"] for t in trials} == {0.0, 0.5, 1.0}
     assert grid.replay_fields == ["dedup.similarity"]
 
@@ -108,3 +111,21 @@ def test_split_is_by_task_and_deterministic() -> None:
     test_tasks = {groups[q] for q in s1["test"]}
     assert len(test_tasks) == 2 and not test_tasks & {groups[q] for q in s1["dev"]}
     assert split_queries(groups, 0.0, seed=1)["test"] == []
+
+
+def test_default_selection_spec_declares_its_objective_and_valid_candidates() -> None:
+    """The default's selection spec (issue 19): every candidate is a valid change of the default config, the
+    default itself is one of them, and the objective weighs the three judging modes alike, fixed in the file."""
+    data = yaml.safe_load((REPO / "experiments" / "default_selection.yaml").read_text(encoding="utf-8"))
+    # the registered dev replays are fetched apart; the committed sample stands in so that the check runs anywhere
+    spec = SweepSpec.from_dict({**data, "datasets": [{"name": "tau-bench-airline-sample"}]},
+                               folder=REPO / "experiments")
+    assert [d["name"] for d in data["datasets"]] == ["tau-bench-airline-dev", "tau2-telecom-cross-dev",
+                                                     "tau2-airline-cross-dev"]
+    assert spec.sampler == "list" and {} in spec.configs
+    assert spec.objective.build().weights == {"ndcg@5": 1.0, "transfer.ndcg@5": 1.0, "outcome.ndcg@5": 1.0}
+    assert spec.base_config() == LabConfig()
+    bad = {**data, "datasets": [{"name": "tau-bench-airline-sample"}],
+           "configs": [*data["configs"], {"retrieval.weights.confidence": -1}]}
+    with pytest.raises(ConfigError, match=rf"configs\[{len(data['configs'])}\]"):
+        SweepSpec.from_dict(bad, folder=REPO / "experiments")

@@ -160,3 +160,19 @@ def test_mlflow_ui_serves_the_sweep(swept) -> None:
     finally:
         proc.terminate()
         proc.wait(timeout=30)
+
+
+def test_a_list_of_configs_that_each_set_other_fields_is_chosen_among(tmp_path: Path, minilm) -> None:
+    """The ``list`` sampler (how the default config is chosen): each trial sets its own fields, the others keep
+    the base config's values; the selection compares them all with the base, on the committed sample."""
+    spec = SweepSpec.from_dict({
+        "name": "list", "datasets": [{"name": "tau-bench-airline-sample"}], "split": {"test_fraction": 0.4},
+        "sampler": "list", "trials": 100, "objective": {"metric": {"ndcg@5": 1.0, "outcome.ndcg@5": 1.0}},
+        "configs": [{}, {"retrieval.weights.confidence": 0.2}, {"retrieval.min_relative_score": 0.7}]},
+        folder=tmp_path)
+    result = run_sweep(spec, embedder=minilm, mlflow=False, baselines=False)
+    table = result.trials
+    assert len(table) == 3 and set(table["status"]) == {"ok"}  # no more trials than listed
+    assert result.selection["candidates"] == 4 and result.selection["chosen"] in ("base", 0, 1, 2)
+    # the listed default scores exactly as the base config it leaves unchanged
+    assert table.loc[table["number"] == 0, "cv.mean"].item() == pytest.approx(result.selection["base_cv"])

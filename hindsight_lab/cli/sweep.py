@@ -72,7 +72,8 @@ def print_sweep(result: "SweepResult", top: int) -> None:
         print(f"\ntop {top} of {len(result.trials)} trials (by {label}, cross-validated by task on dev):")
         print(result.top(top)[[c for c in cols if c in result.trials]].to_string(index=False))
         print("\n" + selection_text(result.selection))
-        heads = [f"{s}.{m}" for s in ("dev", "test") for m in ("ndcg@5", "hit@5", "recall@10", "tokens_median")]
+        heads = [f"{s}.{m}" for s in ("dev", "test")
+                 for m in ("objective", "ndcg@5", "hit@5", "recall@10", "tokens_median")]  # objective: when declared
         print("\nbase, chosen, best and baselines (test scored once, here):")
         print(result.comparison[[c for c in heads if c in result.comparison]].to_string())
     t = result.timing

@@ -45,6 +45,9 @@ def compare(spec: SweepSpec, named: dict[str, LabConfig], datasets: Sequence[Swe
             frames = [ev.summary(ids) for ev, ids in items]
             for col in frames[0].columns:
                 row[f"{s}.{col}"] = float(np.mean([f.loc[0, col] for f in frames]))
+            if spec.objective.label not in METRICS:  # a mode's metric or a declared combination: its value too
+                row[f"{s}.objective"] = float(np.mean([objective_value(spec, d, cfg, d.split[s], timing)
+                                                       for d in datasets if d.split[s]]))
             if len(items) == 1:
                 ev, ids = items[0]
                 intervals[name][s] = {m: list(bootstrap_ci(ev.per_query(0, m, ids), ev.groups, seed=spec.seed))
@@ -55,6 +58,21 @@ def compare(spec: SweepSpec, named: dict[str, LabConfig], datasets: Sequence[Swe
         rows.update(replay_baselines(spec, datasets))
         timing["baselines_s"] = time.perf_counter() - t
     return pd.DataFrame.from_dict(rows, orient="index"), intervals
+
+
+def objective_value(spec: SweepSpec, d: SweepData, cfg: LabConfig, ids: Sequence[str],
+                    timing: dict[str, float]) -> float:
+    """The spec's objective of ``cfg`` on the queries ``ids`` of one dataset, in its own units: each metric's mean
+    over the queries of its judging mode among ``ids`` (a mode without any adds nothing), times its weight."""
+    key = group_key({f: v for f, v in cfg.flat().items() if f in spec.replay_fields})
+    wanted, total = set(ids), 0.0
+    for name, weight in spec.objective.build().weights.items():
+        mode, _, metric = name.rpartition(".")
+        ev = evaluator(d, key, cfg, spec, timing, False, mode or "repeat").evaluate([cfg])
+        rows = [i for i, q in enumerate(ev.query_ids) if q in wanted]
+        if rows:
+            total += weight * float(ev.values[rows, 0, ev.metrics.index(metric)].mean())
+    return total
 
 
 def replay_baselines(spec: SweepSpec, datasets: Sequence[SweepData]) -> dict[str, dict[str, float]]:
@@ -75,4 +93,21 @@ def replay_baselines(spec: SweepSpec, datasets: Sequence[SweepData]) -> dict[str
                 for m in METRICS:
                     sums.setdefault(str(name), {}).setdefault(f"{s}.{m}", []).append(float(sel[m].mean()))
                 sums[str(name)].setdefault(f"{s}.tokens_median", []).append(float(sel["tokens"].median()))
+                if spec.objective.label not in METRICS:  # as objective_value, from the replay's mode tables
+                    sums[str(name)].setdefault(f"{s}.objective", []).append(
+                        _replayed_objective(spec, report, str(name), d.split[s]))
     return {name: {k: float(np.mean(v)) for k, v in cols.items()} for name, cols in sums.items()}
+
+
+def _replayed_objective(spec: SweepSpec, report: Any, system: str, ids: Sequence[str]) -> float:
+    """:func:`objective_value` of a replayed system, from the replay's per-query tables of each judging mode."""
+    total = 0.0
+    for name, weight in spec.objective.build().weights.items():
+        mode, _, metric = name.rpartition(".")
+        frame = report.per_episode if mode in ("", "repeat") else report.mode_episodes.get(mode)
+        if frame is None:
+            continue
+        sel = frame[(frame["system"] == system) & frame["query_id"].isin(ids)]
+        if not sel.empty:
+            total += weight * float(sel[metric].mean())
+    return total

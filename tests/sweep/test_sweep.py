@@ -170,9 +170,28 @@ def test_a_list_of_configs_that_each_set_other_fields_is_chosen_among(tmp_path: 
         "sampler": "list", "trials": 100, "objective": {"metric": {"ndcg@5": 1.0, "outcome.ndcg@5": 1.0}},
         "configs": [{}, {"retrieval.weights.confidence": 0.2}, {"retrieval.min_relative_score": 0.7}]},
         folder=tmp_path)
-    result = run_sweep(spec, embedder=minilm, mlflow=False, baselines=False)
+    result = run_sweep(spec, embedder=minilm, mlflow=False)
     table = result.trials
     assert len(table) == 3 and set(table["status"]) == {"ok"}  # no more trials than listed
     assert result.selection["candidates"] == 4 and result.selection["chosen"] in ("base", 0, 1, 2)
     # the listed default scores exactly as the base config it leaves unchanged
     assert table.loc[table["number"] == 0, "cv.mean"].item() == pytest.approx(result.selection["base_cv"])
+    # the declared objective on the test split, once: each mode's mean over its test queries, as a replay gives it
+    from hindsight_lab.datasets.registry import resolve
+    from hindsight_lab.sweep.cache import load_episode_data
+    from hindsight_lab.sweep.run import split_queries
+
+    (path,) = resolve("tau-bench-airline-sample")
+    data = load_episode_data(path)
+    eps = {e.episode_id: e for e in data.episodes}
+    asked = dict.fromkeys(q for mode in ("repeat", *data.modes) for q in data.mode(mode).query_ids)
+    test = set(split_queries({q: eps[q].task_id or q for q in asked}, 0.4, 0)["test"])
+    full = run_replay(path, systems=["hindsight"], config=LabConfig().with_params({"retrieval.top_k": 10}),
+                      embedder=minilm)
+    expected = sum(frame[frame["query_id"].isin(test)]["ndcg@5"].mean()
+                   for frame in (full.per_episode, full.mode_episodes["outcome"]))
+    assert result.comparison.loc["base", "test.objective"] == pytest.approx(expected, abs=1e-12)
+    dense = run_replay(path, systems=["dense"], top_k=10, embedder=minilm)  # a baseline's, from its replay
+    expected = sum(frame[frame["query_id"].isin(test)]["ndcg@5"].mean()
+                   for frame in (dense.per_episode, dense.mode_episodes["outcome"]))
+    assert result.comparison.loc["dense", "test.objective"] == pytest.approx(expected, abs=1e-12)

@@ -5,7 +5,7 @@ the test split is scored: once, at the end, for the configs compared."""
 from __future__ import annotations
 
 import time
-from typing import TYPE_CHECKING, Any, Sequence
+from typing import TYPE_CHECKING, Any, Callable, Sequence
 
 import numpy as np
 
@@ -65,14 +65,21 @@ def objective_value(spec: SweepSpec, d: SweepData, cfg: LabConfig, ids: Sequence
     """The spec's objective of ``cfg`` on the queries ``ids`` of one dataset, in its own units: each metric's mean
     over the queries of its judging mode among ``ids`` (a mode without any adds nothing), times its weight."""
     key = group_key({f: v for f, v in cfg.flat().items() if f in spec.replay_fields})
-    wanted, total = set(ids), 0.0
-    for name, weight in spec.objective.build().weights.items():
-        mode, _, metric = name.rpartition(".")
-        ev = evaluator(d, key, cfg, spec, timing, False, mode or "repeat").evaluate([cfg])
+    wanted, evaluations = set(ids), {}
+
+    def mean_of(mode: str, metric: str) -> float | None:
+        if mode not in evaluations:
+            evaluations[mode] = evaluator(d, key, cfg, spec, timing, False, mode).evaluate([cfg])
+        ev = evaluations[mode]
         rows = [i for i, q in enumerate(ev.query_ids) if q in wanted]
-        if rows:
-            total += weight * float(ev.values[rows, 0, ev.metrics.index(metric)].mean())
-    return total
+        return float(ev.values[rows, 0, ev.metrics.index(metric)].mean()) if rows else None
+
+    return _weighted(spec, mean_of)
+
+
+def _weighted(spec: SweepSpec, mean_of: Callable[[str, str], float | None]) -> float:
+    """The objective's weighted sum of ``mean_of(mode, metric)``, leaving out a term whose mode has no queries."""
+    return sum(w * m for mode, metric, w in spec.objective.build().terms if (m := mean_of(mode, metric)) is not None)
 
 
 def replay_baselines(spec: SweepSpec, datasets: Sequence[SweepData]) -> dict[str, dict[str, float]]:
@@ -101,13 +108,10 @@ def replay_baselines(spec: SweepSpec, datasets: Sequence[SweepData]) -> dict[str
 
 def _replayed_objective(spec: SweepSpec, report: Any, system: str, ids: Sequence[str]) -> float:
     """:func:`objective_value` of a replayed system, from the replay's per-query tables of each judging mode."""
-    total = 0.0
-    for name, weight in spec.objective.build().weights.items():
-        mode, _, metric = name.rpartition(".")
-        frame = report.per_episode if mode in ("", "repeat") else report.mode_episodes.get(mode)
-        if frame is None:
-            continue
-        sel = frame[(frame["system"] == system) & frame["query_id"].isin(ids)]
-        if not sel.empty:
-            total += weight * float(sel[metric].mean())
-    return total
+
+    def mean_of(mode: str, metric: str) -> float | None:
+        frame = report.per_episode if mode == "repeat" else report.mode_episodes.get(mode)
+        sel = frame[(frame["system"] == system) & frame["query_id"].isin(ids)] if frame is not None else None
+        return float(sel[metric].mean()) if sel is not None and not sel.empty else None
+
+    return _weighted(spec, mean_of)

@@ -60,6 +60,15 @@ class Objective:
         return tuple(self.weights)
 
     @property
+    def terms(self) -> list[tuple[str, str, float]]:
+        """``(judging mode, metric, weight)`` of each term; a metric named without a mode is ``repeat``'s."""
+        out = []
+        for name, w in self.weights.items():
+            mode, _, metric = name.rpartition(".")
+            out.append((mode or "repeat", metric, w))
+        return out
+
+    @property
     def name(self) -> str:
         if len(self.weights) == 1 and next(iter(self.weights.values())) == 1.0:
             return next(iter(self.weights))

@@ -62,10 +62,9 @@ class Design:
         dev_set = set(dev)
         task = {e.episode_id: e.task_id or e.episode_id for e in data.episodes}
         parts = []
-        for name, w in objective.weights.items():
-            mode, _, metric = name.rpartition(".")
-            qs = [q for q in data.mode(mode or "repeat").query_ids if q in dev_set]
-            parts.append((mode or "repeat", metric, w, qs))
+        for mode, metric, w in objective.terms:
+            qs = [q for q in data.mode(mode).query_ids if q in dev_set]
+            parts.append((mode, metric, w, qs))
         tasks = sorted({task[q] for *_, qs in parts for q in qs})
         if len(tasks) < 2:
             raise NothingToDo(f"the objective's dev queries come from {len(tasks)} task(s): cross-validation by task "

@@ -11,6 +11,8 @@ import numpy as np
 
 from ..config import LabConfig
 from ..replay.report import HEADLINE, METRICS
+from .live import MODE as LIVE
+from .live import LiveTerm
 from .result import SPLITS
 from .spec import SweepSpec
 from .trials import SweepData, evaluator, group_key
@@ -20,9 +22,12 @@ if TYPE_CHECKING:
 
 
 def compare(spec: SweepSpec, named: dict[str, LabConfig], datasets: Sequence[SweepData],
-            timing: dict[str, float], baselines: bool) -> tuple["pd.DataFrame", dict[str, Any]]:
+            timing: dict[str, float], baselines: bool, live: LiveTerm | None = None
+            ) -> tuple["pd.DataFrame", dict[str, Any]]:
     """The ``named`` configs (``base``, ``chosen``, ``best``) from the evaluator, the baselines from a replay; the
-    intervals of the named configs."""
+    intervals of the named configs. With a ``live`` term, every row also has ``<split>.live.<metric>`` (the mean
+    over the split's seeds; the baselines run side by side in the same environment), and its objective the live
+    part."""
     import pandas as pd
 
     from ..metrics import bootstrap_ci
@@ -45,9 +50,13 @@ def compare(spec: SweepSpec, named: dict[str, LabConfig], datasets: Sequence[Swe
             frames = [ev.summary(ids) for ev, ids in items]
             for col in frames[0].columns:
                 row[f"{s}.{col}"] = float(np.mean([f.loc[0, col] for f in frames]))
+            live_means = _live_means(live, cfg, s, timing)
+            row.update({f"{s}.{k}": v for k, v in live_means.items()})
             if spec.objective.label not in METRICS:  # a mode's metric or a declared combination: its value too
                 row[f"{s}.objective"] = float(np.mean([objective_value(spec, d, cfg, d.split[s], timing)
                                                        for d in datasets if d.split[s]]))
+                if live is not None and live_means:
+                    row[f"{s}.objective"] += live.objective(live_means)
             if len(items) == 1:
                 ev, ids = items[0]
                 intervals[name][s] = {m: list(bootstrap_ci(ev.per_query(0, m, ids), ev.groups, seed=spec.seed))
@@ -56,6 +65,12 @@ def compare(spec: SweepSpec, named: dict[str, LabConfig], datasets: Sequence[Swe
     if baselines:
         t = time.perf_counter()
         rows.update(replay_baselines(spec, datasets))
+        if live is not None:
+            for s in SPLITS:
+                for name, means in live.baseline_means(named["base"], s).items():
+                    rows.setdefault(name, {}).update({f"{s}.{k}": v for k, v in means.items()})
+                    if f"{s}.objective" in rows[name]:
+                        rows[name][f"{s}.objective"] += live.objective(means)
         timing["baselines_s"] = time.perf_counter() - t
     return pd.DataFrame.from_dict(rows, orient="index"), intervals
 
@@ -78,8 +93,20 @@ def objective_value(spec: SweepSpec, d: SweepData, cfg: LabConfig, ids: Sequence
 
 
 def _weighted(spec: SweepSpec, mean_of: Callable[[str, str], float | None]) -> float:
-    """The objective's weighted sum of ``mean_of(mode, metric)``, leaving out a term whose mode has no queries."""
-    return sum(w * m for mode, metric, w in spec.objective.build().terms if (m := mean_of(mode, metric)) is not None)
+    """The objective's weighted sum of ``mean_of(mode, metric)`` over the replays' terms, leaving out a term whose
+    mode has no queries (the live term is added apart: :meth:`~.live.LiveTerm.objective`)."""
+    return sum(w * m for mode, metric, w in spec.objective.build().terms
+               if mode != LIVE and (m := mean_of(mode, metric)) is not None)
+
+
+def _live_means(live: LiveTerm | None, cfg: LabConfig, split: str, timing: dict[str, float]) -> dict[str, float]:
+    """``live.<metric>`` of ``cfg`` on the split's seeds (empty without a live term or without the split's seeds)."""
+    if live is None:
+        return {}
+    t = time.perf_counter()
+    out = live.means(cfg, split)
+    timing["live_s"] = timing.get("live_s", 0.0) + time.perf_counter() - t
+    return out
 
 
 def replay_baselines(spec: SweepSpec, datasets: Sequence[SweepData]) -> dict[str, dict[str, float]]:

@@ -22,6 +22,7 @@ from ..errors import ConfigError
 from .compare import compare
 from .mlflow_log import git_commit, log_sweep, with_provenance
 from .result import SPLITS, SweepResult
+from .live import LiveTerm
 from .samplers import ListSampler, make_sampler
 from .spec import SweepSpec
 from .choose import choose
@@ -54,13 +55,17 @@ def run_sweep(spec: SweepSpec, *, trials: int | None = None, embedder: Any = Non
     datasets = load_datasets(spec, base, embedder)
     timing["load_s"] = time.perf_counter() - t0
     folds = "/".join(str(int(d.design.folds.max()) + 1) for d in datasets if d.design is not None)
+    live = LiveTerm.build(spec.live, spec.objective.build(), embedder=datasets[0].embedder, seed=spec.seed,
+                          top_k=spec.top_k, folds=max(int(d.design.folds.max()) + 1 for d in datasets
+                                                      if d.design is not None))
     sampler = make_sampler(spec)
     if isinstance(sampler, ListSampler):
         n_trials = min(n_trials, len(sampler))  # a grid or list has no more trials than it lists
     say(f"sweep {spec.name!r}: {n_trials} trials ({spec.sampler}) over {', '.join(spec.fields)}; objective "
         f"{spec.objective.direction} {spec.objective.label}, {folds}-fold by task on "
         f"{sum(len(d.split['dev']) for d in datasets)} dev queries; "
-        f"{sum(len(d.split['test']) for d in datasets)} test queries kept for the end")
+        f"{sum(len(d.split['test']) for d in datasets)} test queries kept for the end"
+        + (f"; live environment on seeds {live.seeds} (test seeds {live.test_seeds})" if live is not None else ""))
 
     rows: list[dict[str, Any]] = []
     configs: dict[int, LabConfig] = {}
@@ -69,7 +74,7 @@ def run_sweep(spec: SweepSpec, *, trials: int | None = None, embedder: Any = Non
         batch = sampler.ask(min(spec.batch_size, n_trials - len(rows)))
         if not batch:
             break  # a grid or list ran out
-        scored = score_batch(spec, base, batch, datasets, timing, show_progress)
+        scored = score_batch(spec, base, batch, datasets, timing, show_progress, live)
         for (number, _), cfg, row in zip(batch, scored.configs, scored.rows):
             sampler.tell(number, row.get("cv.mean") if row["status"] == "ok" else None)
             if cfg is not None:
@@ -86,7 +91,7 @@ def run_sweep(spec: SweepSpec, *, trials: int | None = None, embedder: Any = Non
     best = best_trial(ok_rows, spec)["number"] if ok_rows else None
 
     t = time.perf_counter()
-    choice = choose(spec, base, ok_rows, items, datasets, timing, show_progress)
+    choice = choose(spec, base, ok_rows, items, datasets, timing, show_progress, live)
     timing["select_s"] = time.perf_counter() - t
     chosen_cfg = configs[choice.chosen] if choice.chosen is not None else base.with_params(budgeted({}, spec))
     named = {"base": base.with_params(budgeted({}, spec))}
@@ -94,7 +99,7 @@ def run_sweep(spec: SweepSpec, *, trials: int | None = None, embedder: Any = Non
         named["chosen"] = chosen_cfg
     if best is not None and best != choice.chosen:
         named["best"] = configs[best]
-    comparison, intervals = compare(spec, named, datasets, timing, baselines)
+    comparison, intervals = compare(spec, named, datasets, timing, baselines, live)
     result = SweepResult(spec, table, best, configs.get(best) if best is not None else None, comparison, intervals,
                          timing, dataset_hash(datasets), chosen=choice.chosen, chosen_config=chosen_cfg,
                          selection=choice.summary)

@@ -20,6 +20,8 @@ from ..errors import ConfigError, NothingToDo
 from ..replay.report import EMPTY_QUERY_SET
 from .cache import EpisodeData, ReplayCache, capture, load_episode_data
 from .evaluate import FastEvaluator, is_fast, param_batch
+from .live import MODE as LIVE
+from .live import LiveTerm
 from .select import Objective, cv_scores, mean_se, task_folds
 from .spec import SweepSpec
 
@@ -63,6 +65,8 @@ class Design:
         task = {e.episode_id: e.task_id or e.episode_id for e in data.episodes}
         parts = []
         for mode, metric, w in objective.terms:
+            if mode == LIVE:  # not a replay's: the live term has items of its own (:mod:`.live`)
+                continue
             qs = [q for q in data.mode(mode).query_ids if q in dev_set]
             parts.append((mode, metric, w, qs))
         tasks = sorted({task[q] for *_, qs in parts for q in qs})
@@ -168,8 +172,10 @@ class Scored:
 
 
 def score_batch(spec: SweepSpec, base: LabConfig, batch: Sequence[tuple[int, dict[str, Any]]],
-                datasets: Sequence[SweepData], timing: dict[str, float], show_progress: bool) -> Scored:
-    """Score a batch of trials on dev, every trial of a replay group evaluated in one batch."""
+                datasets: Sequence[SweepData], timing: dict[str, float], show_progress: bool,
+                live: LiveTerm | None = None) -> Scored:
+    """Score a batch of trials on dev, every trial of a replay group evaluated in one batch; with a ``live`` term,
+    each trial also runs the live environment on its dev seeds (its items follow the replays')."""
     configs: list[LabConfig | None] = []
     rows: list[dict[str, Any]] = []
     by_group: dict[str, list[int]] = {}
@@ -188,10 +194,17 @@ def score_batch(spec: SweepSpec, base: LabConfig, batch: Sequence[tuple[int, dic
     for key, idx in by_group.items():
         cfgs = [configs[i] for i in idx]
         means, values = _score_group(spec, key, cfgs, datasets, timing, show_progress)  # type: ignore[arg-type]
+        if live is not None and live.terms:
+            t = time.perf_counter()
+            values = np.concatenate([values, live.items(cfgs)], axis=0)
+            timing["live_s"] = timing.get("live_s", 0.0) + time.perf_counter() - t
         for j, i in enumerate(idx):
             rows[i].update(means[j])
+            if live is not None:
+                rows[i].update({f"dev.{LIVE}.{m}": float(live.values(cfgs[j], m, live.seeds).mean())
+                                for m, _ in live.terms})
             items[batch[i][0]] = values[:, j]
-    folds, weights = joint_design(datasets)
+    folds, weights = joint_design(datasets, live)
     for i, (number, _) in enumerate(batch):
         if number in items:
             rows[i].update(cv_columns(items[number], folds, weights, spec.objective.direction))
@@ -221,18 +234,24 @@ def _score_group(spec: SweepSpec, key: str, cfgs: Sequence[LabConfig], datasets:
     return means, np.concatenate(parts, axis=0)
 
 
-def joint_design(datasets: Sequence[SweepData]) -> tuple[np.ndarray, np.ndarray]:
+def joint_design(datasets: Sequence[SweepData], live: LiveTerm | None = None) -> tuple[np.ndarray, np.ndarray]:
     """The folds and weights of every dataset's objective items together: a fold is the union of the datasets'
-    folds of that number, each dataset's share of its score ``1 / datasets``."""
+    folds of that number, each dataset's share of its score ``1 / datasets``; then the live term's items, if any
+    (their weights are not shared with the datasets: the live term adds to the replays' mean)."""
     folds = np.concatenate([d.design.folds for d in datasets])  # type: ignore[union-attr]
     weights = np.concatenate([d.design.weights / len(datasets) for d in datasets])  # type: ignore[union-attr]
+    if live is not None and live.terms:
+        folds, weights = np.concatenate([folds, live.item_folds]), np.concatenate([weights, live.item_weights])
     return folds, weights
 
 
-def joint_groups(datasets: Sequence[SweepData]) -> np.ndarray:
-    """Every objective item's task, named by its dataset too (tasks of two datasets never meet)."""
-    return np.concatenate([np.array([f"{i}:{g}" for g in d.design.groups])  # type: ignore[union-attr]
-                           for i, d in enumerate(datasets)])
+def joint_groups(datasets: Sequence[SweepData], live: LiveTerm | None = None) -> np.ndarray:
+    """Every objective item's task, named by its dataset too (tasks of two datasets never meet); a live item's
+    group is its seed."""
+    parts = [np.array([f"{i}:{g}" for g in d.design.groups]) for i, d in enumerate(datasets)]  # type: ignore
+    if live is not None and live.terms:
+        parts.append(live.item_groups)
+    return np.concatenate(parts)
 
 
 def cv_columns(values: np.ndarray, folds: np.ndarray, weights: np.ndarray, direction: str) -> dict[str, float]:

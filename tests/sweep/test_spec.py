@@ -129,3 +129,18 @@ def test_default_selection_spec_declares_its_objective_and_valid_candidates() ->
            "configs": [*data["configs"], {"retrieval.weights.confidence": -1}]}
     with pytest.raises(ConfigError, match=rf"configs\[{len(data['configs'])}\]"):
         SweepSpec.from_dict(bad, folder=REPO / "experiments")
+
+
+def test_default_selection_with_the_live_environment_declares_the_same_candidates_and_a_live_term() -> None:
+    """Its twin with the live environment in the objective: the same candidates, datasets and split, the four
+    measures of the acceptance alike, the live target's seeds 0-9 for dev and other seeds kept for the end."""
+    plain = yaml.safe_load((REPO / "experiments" / "default_selection.yaml").read_text(encoding="utf-8"))
+    data = yaml.safe_load((REPO / "experiments" / "default_selection_live.yaml").read_text(encoding="utf-8"))
+    spec = SweepSpec.from_dict({**data, "datasets": [{"name": "tau-bench-airline-sample"}]},
+                               folder=REPO / "experiments")
+    for key in ("datasets", "split", "base", "sampler", "configs", "selection", "top_k"):
+        assert data[key] == plain[key], key
+    assert spec.objective.build().weights == {"ndcg@5": 1.0, "transfer.ndcg@5": 1.0, "outcome.ndcg@5": 1.0,
+                                              "live.final_quarter": 1.0}
+    assert spec.live is not None and spec.live.seeds == list(range(10)) and spec.live.tasks == 240
+    assert spec.live.test_seeds and not set(spec.live.test_seeds) & set(spec.live.seeds)

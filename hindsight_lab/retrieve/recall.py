@@ -55,6 +55,8 @@ class Candidates:
             self.similarity.append(sim)
             self.lexical.append(lexical)
             self.paths.append([path])
+            if self.intents is not None:  # a record added after the requests were typed (a flagged rival)
+                self.intents.append(None)
 
     def __contains__(self, record_id: str) -> bool:
         return record_id in self._pos

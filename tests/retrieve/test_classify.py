@@ -181,3 +181,23 @@ def test_confidence_within_task_type_compares_a_record_with_its_own_kind():
     assert within["a0"] == within["a1"] == 0.5  # all alike: nothing to tell them apart
     assert within["r0"] > 0.5 > within["rf"]  # a refund that failed, among refunds that succeeded
     assert round(within["r0"] - within["rf"], 3) == round(plain["r0"] - plain["rf"], 3)
+
+
+def test_a_rival_added_after_the_requests_were_typed_gets_no_request_type():
+    """With ``classifier.intent`` the requests of the candidates are typed in recall; a flagged rival that joins
+    them afterwards (:func:`~hindsight_lab.retrieve.marks.add_partners`) has no request type of its own and is
+    matched by its stored type alone (it used to leave the list of request types one short: IndexError)."""
+    import numpy as np
+
+    from hindsight_lab.retrieve.features import raw_features
+    from hindsight_lab.retrieve.recall import Candidates
+    from hindsight_lab.types import Kind, MemoryRecord
+
+    cands = Candidates(task_type="issue_refund")
+    emb = np.zeros(4, dtype=np.float32)
+    cands.add(MemoryRecord("epis-1", Kind.EPISODE, "a", task_type="update_address"), emb, 0.5, 0.0, "vector", None)
+    cands.intents = ["issue_refund"]  # its request asked for a refund, though its run went another way
+    cands.add(MemoryRecord("rule-1", Kind.RULE, "b", task_type="issue_refund"), emb, 0.4, 0.0, "conflict", None)
+    cands.add(MemoryRecord("rule-2", Kind.RULE, "c", task_type="cancel_order"), emb, 0.3, 0.0, "conflict", None)
+    assert cands.intents == ["issue_refund", None, None]
+    assert raw_features(cands, T0)["task_type"].tolist() == [1.0, 1.0, 0.0]

@@ -30,6 +30,12 @@ def add_parser(sub: Any) -> None:
     sweep.add_argument("--mlflow-uri", help="tracking URI (default: the spec's, else $MLFLOW_TRACKING_URI, else the "
                        "project's store)")
     sweep.add_argument("--progress", action="store_true", help="tqdm bars for the replays")
+    kept = sweep.add_mutually_exclusive_group()
+    kept.add_argument("--live-runs", metavar="DIR",
+                       help="where the live environment's runs are kept as they are made, so a sweep run again after "
+                            "a stop takes them from there (default: $HINDSIGHT_LAB_HOME/cache/live)")
+    kept.add_argument("--no-live-runs", action="store_true",
+                       help="keep the live runs in memory only (every run is made again)")
     sweep.set_defaults(func=run_sweep)
 
     export = sub.add_parser("export", help="write a tuned config for production (behaviour fields + provenance)")
@@ -49,8 +55,11 @@ def run_sweep(args: argparse.Namespace) -> int:
     spec = SweepSpec.from_yaml(args.spec)
     if args.mlflow_uri:
         spec = spec.model_copy(update={"mlflow": spec.mlflow.model_copy(update={"uri": args.mlflow_uri})})
+    from ..sweep.live_runs import LiveRunStore
+
+    store = None if args.no_live_runs else LiveRunStore(args.live_runs) if args.live_runs else LiveRunStore.default()
     result = run_sweep(spec, trials=args.trials, mlflow=args.mlflow, baselines=args.baselines,
-                       show_progress=args.progress, echo=print)
+                       show_progress=args.progress, echo=print, live_runs=store)
     print_sweep(result, args.top)
     if args.out and result.chosen_config is not None:
         from ..export import export_config

@@ -11,7 +11,8 @@ best-of-N null flip a seed as a whole), the seeds are dealt to the same number o
 fold's score adds ``weight × (mean of its seeds)`` to the replays' part (which is the mean over the replayed
 datasets). The test seeds are run once, at the end, for the configs compared and for the ``none``, ``dense`` and
 ``bm25`` systems in the same environment. A run is deterministic given its seed and config, so each
-``(config, seed)`` is run once per sweep.
+``(config, seed)`` is run once per sweep; with a :class:`~.live_runs.LiveRunStore` (``hindsight-lab sweep`` keeps
+one by default) each run is also kept on disk as soon as it is made, and a sweep run again takes it from there.
 
 Examples:
     >>> live_metric_names()
@@ -27,6 +28,7 @@ from typing import TYPE_CHECKING, Any, Mapping, Sequence
 import numpy as np
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
+from .live_runs import LiveRunStore
 from .select import Objective, task_folds
 
 if TYPE_CHECKING:
@@ -74,7 +76,8 @@ class LiveSpec(BaseModel):
 @dataclass
 class LiveTerm:
     """The live part of an objective: its ``(metric, weight)`` terms, the dev and test seeds, the fold of each dev
-    seed, and the runs made so far (``(config, seed, systems)`` → each system's summary)."""
+    seed, and the runs made so far (``(config, seed, systems)`` → each system's summary), also kept in ``store``
+    when there is one."""
 
     terms: list[tuple[str, float]]
     seeds: list[int]
@@ -84,13 +87,14 @@ class LiveTerm:
     embedder: Any
     top_k: int
     workers: int = 1
+    store: LiveRunStore | None = None
     runs: dict[tuple[str, int, tuple[str, ...]], dict[str, dict[str, Any]]] = field(default_factory=dict)
 
     @classmethod
     def build(cls, live: LiveSpec | None, objective: Objective, *, embedder: Any, folds: int, seed: int = 0,
-              top_k: int = 10) -> "LiveTerm | None":
+              top_k: int = 10, store: LiveRunStore | None = None) -> "LiveTerm | None":
         """A spec's live term (None without a ``live`` section), its dev seeds dealt to ``folds`` folds (fewer
-        when there are fewer seeds) in ``seed``'s order."""
+        when there are fewer seeds) in ``seed``'s order; runs are kept in ``store`` when given."""
         if live is None:
             return None
         terms = [(metric, w) for mode, metric, w in objective.terms if mode == MODE]
@@ -98,7 +102,7 @@ class LiveTerm:
         k = min(folds, len(seeds))
         fold_of = task_folds([str(s) for s in seeds], k, seed) if k >= 2 else np.zeros(len(seeds), dtype=int)
         return cls(terms, seeds, list(live.test_seeds), live.tasks, np.asarray(fold_of), embedder, top_k,
-                   live.workers)
+                   live.workers, store)
 
     # ------------------------------------------------------------------ runs
     @staticmethod
@@ -108,15 +112,16 @@ class LiveTerm:
     def summary(self, cfg: "LabConfig", seed: int, systems: Sequence[str] = ("hindsight",)) -> dict[str, Any]:
         """Each system's live summary on ``seed`` with ``cfg`` as the hindsight config (run once, then kept)."""
         key = self.key(cfg, seed, systems)
-        if key not in self.runs:
-            self.runs[key] = _summary(cfg, int(seed), tuple(systems), self.tasks, self.top_k, self.embedder)
+        if key not in self.runs and not self._from_store(key):
+            self._keep(key, _summary(cfg, int(seed), tuple(systems), self.tasks, self.top_k, self.embedder))
         return self.runs[key]
 
     def run_all(self, cfgs: Sequence["LabConfig"], seeds: Sequence[int],
                 systems: Sequence[str] = ("hindsight",)) -> None:
-        """Make every run of ``cfgs`` × ``seeds`` not made yet, ``workers`` at a time."""
+        """Make every run of ``cfgs`` × ``seeds`` not made yet (nor kept in the store), ``workers`` at a time."""
         todo = list({self.key(c, s, systems): (c, s) for c in cfgs for s in seeds
                      if self.key(c, s, systems) not in self.runs}.items())
+        todo = [(key, run) for key, run in todo if not self._from_store(key)]
         if self.workers <= 1 or len(todo) <= 1:
             for _, (cfg, seed) in todo:
                 self.summary(cfg, seed, systems)
@@ -128,7 +133,23 @@ class LiveTerm:
             futures = [(key, ex.submit(_summary, cfg, int(seed), tuple(systems), self.tasks, self.top_k, None))
                        for key, (cfg, seed) in todo]
             for key, future in futures:
-                self.runs[key] = future.result()
+                self._keep(key, future.result())
+
+    def _store_key(self, key: tuple[str, int, tuple[str, ...]]) -> str:
+        config, seed, systems = key
+        return LiveRunStore.key(config, seed=seed, systems=systems, tasks=self.tasks, top_k=self.top_k)
+
+    def _from_store(self, key: tuple[str, int, tuple[str, ...]]) -> bool:
+        """Take the run from the store when it holds it."""
+        kept = self.store.get(self._store_key(key)) if self.store is not None else None
+        if kept is not None:
+            self.runs[key] = kept
+        return kept is not None
+
+    def _keep(self, key: tuple[str, int, tuple[str, ...]], summary: dict[str, Any]) -> None:
+        self.runs[key] = summary
+        if self.store is not None:
+            self.store.put(self._store_key(key), summary)
 
     def values(self, cfg: "LabConfig", metric: str, seeds: Sequence[int], system: str = "hindsight",
                systems: Sequence[str] = ("hindsight",)) -> np.ndarray:

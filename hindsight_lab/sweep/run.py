@@ -23,6 +23,7 @@ from .compare import compare
 from .mlflow_log import git_commit, log_sweep, with_provenance
 from .result import SPLITS, SweepResult
 from .live import LiveTerm
+from .live_runs import LiveRunStore
 from .samplers import ListSampler, make_sampler
 from .spec import SweepSpec
 from .choose import choose
@@ -36,9 +37,10 @@ logger = logging.getLogger(__name__)
 
 def run_sweep(spec: SweepSpec, *, trials: int | None = None, embedder: Any = None, mlflow: bool = True,
               tracking_uri: str | None = None, baselines: bool = True, show_progress: bool = False,
-              echo: Callable[[str], None] | None = None) -> SweepResult:
+              echo: Callable[[str], None] | None = None, live_runs: LiveRunStore | None = None) -> SweepResult:
     """Run ``spec`` (``trials`` overrides its count), choose the config to export (:mod:`.select`), compare it with
-    the base config and the baselines on dev and, once, on test; log it all to MLflow unless told not to."""
+    the base config and the baselines on dev and, once, on test; log it all to MLflow unless told not to.
+    ``live_runs`` keeps the live environment's runs on disk, so a sweep run again after a stop does not redo them."""
     import pandas as pd
 
     say = echo or (lambda _msg: None)
@@ -56,7 +58,7 @@ def run_sweep(spec: SweepSpec, *, trials: int | None = None, embedder: Any = Non
     timing["load_s"] = time.perf_counter() - t0
     folds = "/".join(str(int(d.design.folds.max()) + 1) for d in datasets if d.design is not None)
     live = LiveTerm.build(spec.live, spec.objective.build(), embedder=datasets[0].embedder, seed=spec.seed,
-                          top_k=spec.top_k, folds=max(int(d.design.folds.max()) + 1 for d in datasets
+                          top_k=spec.top_k, store=live_runs, folds=max(int(d.design.folds.max()) + 1 for d in datasets
                                                       if d.design is not None))
     sampler = make_sampler(spec)
     if isinstance(sampler, ListSampler):

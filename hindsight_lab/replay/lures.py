@@ -10,7 +10,7 @@ Examples:
 
 from __future__ import annotations
 
-import tempfile
+
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Mapping, Sequence
@@ -187,7 +187,7 @@ def evaluate_lures(pairs: Sequence[LurePair], *, embedder: Any, systems: Sequenc
         config: the hindsight :class:`~hindsight_lab.config.LabConfig` (default config when None).
         top_k: shared by every system.
         token_budget: shared (default: the config's ``retrieval.token_budget``).
-        workdir: where the hindsight stores live (a temporary folder, removed after, when None).
+        workdir: a folder for the hindsight stores, kept after (default: in memory, deleted when done).
 
     Examples:
         >>> report = evaluate_lures(lure_pairs(generate("lures", n=60, seed=0)), embedder=minilm)  # doctest: +SKIP
@@ -204,20 +204,19 @@ def evaluate_lures(pairs: Sequence[LurePair], *, embedder: Any, systems: Sequenc
     emb = PrefetchedEmbedder(embedder, [e.instruction for e in eps] + (
         [summarise(e, cfg.episode.summary_max_chars) for e in eps] if "dense" in systems else []))
     report = LureReport()
-    with tempfile.TemporaryDirectory(prefix="hindsight-lures-") as tmp:
-        root = str(workdir or tmp)
-        for pair in pairs:
-            types = {e.episode_id: e.task_type for e in (*pair.memories, pair.query)}
-            built = build_systems(systems, config=cfg, embedder=emb, top_k=top_k, token_budget=budget, root=root)
-            try:
-                injected = _replay_pair(pair, built)
-            finally:
-                for s in built:
-                    s.close()
-            for name, inj in injected.items():
-                report.rows.append({"pair": (pair.query.meta or {}).get("group", pair.query.episode_id),
-                                    "system": name, "query_type": pair.query.task_type,
-                                    "lure_type": pair.lure.task_type, **classify_injected(inj, pair, types)})
+    root = str(workdir) if workdir else None
+    for pair in pairs:
+        types = {e.episode_id: e.task_type for e in (*pair.memories, pair.query)}
+        built = build_systems(systems, config=cfg, embedder=emb, top_k=top_k, token_budget=budget, root=root)
+        try:
+            injected = _replay_pair(pair, built)
+        finally:
+            for s in built:
+                s.close()
+        for name, inj in injected.items():
+            report.rows.append({"pair": (pair.query.meta or {}).get("group", pair.query.episode_id),
+                                "system": name, "query_type": pair.query.task_type,
+                                "lure_type": pair.lure.task_type, **classify_injected(inj, pair, types)})
     return report
 
 

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import hashlib
 import json
-import tempfile
 import time
 from contextlib import contextmanager
 from pathlib import Path
@@ -68,7 +67,7 @@ def run_replay(path: str | Path | Sequence[str | Path], *, format: str = "auto",
         token_budget: shared; default the config's ``retrieval.token_budget``.
         limit: keep the first N whole tasks (or conversations) — never cuts episodes.
         embedder: reuse a loaded embedder (default: the config's model).
-        workdir: where the hindsight stores live (default a temporary folder, removed after).
+        workdir: a folder for the hindsight stores, kept after (default: in memory, deleted when done).
         out: folder for the report and the resume journal (default: neither is written).
         resume: continue the journal in ``out`` (none there: start from scratch).
         baseline_key: the text the ``dense`` and ``bm25`` baselines index (an ``episode.key`` value; default
@@ -202,50 +201,49 @@ def _replay(data: Path | Sequence[Any], dataset: dict[str, Any], *, systems: Seq
     """Replay a LoCoMo file (``data`` a path) or loaded episodes; also return each episode's source file (for the
     per-source breakdown; empty when the data names no sources)."""
     sources: dict[str, str] = {}
-    with tempfile.TemporaryDirectory(prefix="hindsight-replay-") as tmp:
-        root = str(workdir or tmp)
+    root = str(workdir) if workdir else None
 
-        def make() -> list[Any]:
-            return build_systems(systems, config=config, configs=configs, embedder=embedder, top_k=top_k,
-                                 token_budget=budget, root=root, baseline_key=baseline_key)
+    def make() -> list[Any]:
+        return build_systems(systems, config=config, configs=configs, embedder=embedder, top_k=top_k,
+                             token_budget=budget, root=root, baseline_key=baseline_key)
 
-        if isinstance(data, Path):
-            from ..datasets.locomo import read_locomo, turn_to_episode
+    if isinstance(data, Path):
+        from ..datasets.locomo import read_locomo, turn_to_episode
 
-            convs = read_locomo(data, limit_conversations=limit)
-            qrels = {f"{c.sample_id}#q{q.index}": {f"{c.sample_id}:{d}": 2 for d in q.evidence}
-                     for c in convs for q in c.questions}
-            candidates = {f"{c.sample_id}#q{q.index}": [f"{c.sample_id}:{t.dia_id}" for t in c.turns]
-                          for c in convs for q in c.questions}
-            judgements = {"repeat": Judgements.from_qrels(qrels, candidates)}
-            turns = [turn_to_episode(t) for c in convs for t in c.turns]
-            embedder, prefetch_s = prefetch(embedder, turns, [q.question for c in convs for q in c.questions],
-                                             config)
-            dataset.update(n_episodes=sum(len(c.turns) for c in convs), conversations=len(convs),
-                           questions=len(qrels), skipped_category5=sum(c.skipped_category5 for c in convs),
-                           clock="session dates")
-            run = run_conversations(convs, make, to_episode=turn_to_episode, show_progress=show_progress,
-                                    journal=journal)
-            run.timing["prefetch_s"] = prefetch_s
-        else:
-            episodes = list(data)
-            judgements = {mode: judge_mode(episodes, mode) for mode in MODES}
-            sources = {ep.episode_id: ep.meta["source_file"] for ep in episodes
-                       if ep.meta and isinstance(ep.meta.get("source_file"), str)}
-            embedder, prefetch_s = prefetch(embedder, episodes, [], config, keys=(baseline_key,))
-            systems_now = make()
-            try:
-                asked = {q for j in judgements.values() for q in j.query_ids}  # every mode's queries
-                run = run_episodes(episodes, systems_now, query_ids=asked,
-                                   show_progress=show_progress, journal=journal)
-            finally:
-                for s in systems_now:
-                    s.close()
-            run.timing["prefetch_s"] = prefetch_s
-            dataset.update(n_episodes=len(episodes), clock=run.clock)
-            times = [o["at"] for o in sorted(run.outcomes, key=lambda o: o["order"])]
-            run.lift = {name: lift_report(rules, episodes, times, injected=rules_injected(run, name))
-                        for name, rules in run.rules.items()}
+        convs = read_locomo(data, limit_conversations=limit)
+        qrels = {f"{c.sample_id}#q{q.index}": {f"{c.sample_id}:{d}": 2 for d in q.evidence}
+                 for c in convs for q in c.questions}
+        candidates = {f"{c.sample_id}#q{q.index}": [f"{c.sample_id}:{t.dia_id}" for t in c.turns]
+                      for c in convs for q in c.questions}
+        judgements = {"repeat": Judgements.from_qrels(qrels, candidates)}
+        turns = [turn_to_episode(t) for c in convs for t in c.turns]
+        embedder, prefetch_s = prefetch(embedder, turns, [q.question for c in convs for q in c.questions],
+                                         config)
+        dataset.update(n_episodes=sum(len(c.turns) for c in convs), conversations=len(convs),
+                       questions=len(qrels), skipped_category5=sum(c.skipped_category5 for c in convs),
+                       clock="session dates")
+        run = run_conversations(convs, make, to_episode=turn_to_episode, show_progress=show_progress,
+                                journal=journal)
+        run.timing["prefetch_s"] = prefetch_s
+    else:
+        episodes = list(data)
+        judgements = {mode: judge_mode(episodes, mode) for mode in MODES}
+        sources = {ep.episode_id: ep.meta["source_file"] for ep in episodes
+                   if ep.meta and isinstance(ep.meta.get("source_file"), str)}
+        embedder, prefetch_s = prefetch(embedder, episodes, [], config, keys=(baseline_key,))
+        systems_now = make()
+        try:
+            asked = {q for j in judgements.values() for q in j.query_ids}  # every mode's queries
+            run = run_episodes(episodes, systems_now, query_ids=asked,
+                               show_progress=show_progress, journal=journal)
+        finally:
+            for s in systems_now:
+                s.close()
+        run.timing["prefetch_s"] = prefetch_s
+        dataset.update(n_episodes=len(episodes), clock=run.clock)
+        times = [o["at"] for o in sorted(run.outcomes, key=lambda o: o["order"])]
+        run.lift = {name: lift_report(rules, episodes, times, injected=rules_injected(run, name))
+                    for name, rules in run.rules.items()}
     return run, judgements, sources
 
 

@@ -188,11 +188,12 @@ class BM25TopK(_EpisodeTexts):
 
 
 class Hindsight:
-    """This system on its own fresh store."""
+    """This system on its own fresh store (with ``drop_store``, deleted when the system is closed)."""
 
     def __init__(self, mem: Any, name: str = "hindsight", top_k: int = 10, reflect: bool = True,
-                 capture: bool = False) -> None:
+                 capture: bool = False, drop_store: bool = False) -> None:
         self.name, self.mem, self.top_k, self.reflect = name, mem, top_k, reflect
+        self.drop_store = drop_store
         self.captured: list[Any] | None = [] if capture else None
         """With ``capture``: every recall's :class:`~hindsight_lab.retrieve.result.CandidateSet`, in call order
         (one per episode; what the sweep's evaluator caches)."""
@@ -222,6 +223,8 @@ class Hindsight:
 
     def close(self) -> None:
         self.mem.close()
+        if self.drop_store:
+            self.mem.store.drop()
 
     def recall_changes_state(self, span: timedelta) -> bool:
         """Whether, in a replay whose clock spans ``span``, a recall can change what later recalls return.
@@ -258,18 +261,20 @@ BASELINES = ("none", "dense", "bm25", "dense+ok", "bm25+ok")
 
 
 def build_systems(names: Sequence[str], *, config: LabConfig, embedder: Any, top_k: int, token_budget: int,
-                  root: str, configs: Mapping[str, LabConfig] | None = None, retrieval_effects: bool = False,
-                  capture: bool = False, baseline_key: str | None = None) -> list[ReplaySystem]:
+                  root: str | None = None, configs: Mapping[str, LabConfig] | None = None,
+                  retrieval_effects: bool = False, capture: bool = False, baseline_key: str | None = None) -> list[ReplaySystem]:
     """Fresh systems for one replay. Names are ``none``, ``dense``, ``bm25``, ``hindsight`` or any name listed in
-    ``configs`` (several hindsight configs side by side); each hindsight system gets its own store under ``root``.
+    ``configs`` (several hindsight configs side by side); each hindsight system gets its own store: an embedded
+    Chroma folder under ``root``, or without ``root`` an in-memory Chroma store, deleted when the system is closed.
     With ``capture``, hindsight systems keep every recall's candidates (:attr:`Hindsight.captured`).
     ``baseline_key`` is the text ``dense`` and ``bm25`` index (an ``episode.key`` value; default
-    :data:`BASELINE_KEY`). A hindsight system's store is an embedded Chroma folder under ``root``, or, when the
-    config's ``store.url`` is a Postgres URL, a fresh namespace of that database.
+    :data:`BASELINE_KEY`). When the config's ``store.url`` is a Postgres URL, a hindsight system's store is a fresh
+    namespace of that database instead.
     """
 
     from ..embed import TokenCounter
     from ..memory import MemorySystem
+    from ..store import is_postgres_url
 
     counter = TokenCounter.for_embedder(embedder)
     shared = dict(top_k=top_k, budget=token_budget, count=counter.count,
@@ -287,15 +292,16 @@ def build_systems(names: Sequence[str], *, config: LabConfig, embedder: Any, top
                                 retrieval_effects=retrieval_effects)
             mem = MemorySystem(cfg, store=_fresh_store(cfg, name, root), embedder=embedder,
                                ids=SeededIds(name)).open()
-            out.append(Hindsight(mem, name=name, top_k=top_k, capture=capture))
+            out.append(Hindsight(mem, name=name, top_k=top_k, capture=capture,
+                                 drop_store=root is None and not is_postgres_url(cfg.store.url)))
         else:
             known = list(BASELINES) + ["hindsight"] + sorted(configs or {})
             raise ValueError(f"unknown system {name!r}; expected one of {known}")
     return out
 
 
-def _fresh_store(cfg: LabConfig, name: str, root: str) -> Any:
-    """A new, empty store for one hindsight system of a replay."""
+def _fresh_store(cfg: LabConfig, name: str, root: str | None) -> Any:
+    """A new, empty store for one hindsight system of a replay (in memory without ``root``)."""
     import uuid
 
     from ..store import is_postgres_url, store_for
@@ -304,4 +310,6 @@ def _fresh_store(cfg: LabConfig, name: str, root: str) -> Any:
     tag = f"{name[:20]}-{uuid.uuid4().hex[:8]}"
     if is_postgres_url(cfg.store.url):
         return store_for(cfg.store.model_copy(update={"namespace": "replay-" + tag.replace("+", "-")}))
+    if root is None:
+        return ChromaStore.in_memory(tag)
     return ChromaStore(namespace=tag, path=f"{root}/{tag}")

@@ -1,4 +1,5 @@
-"""Chroma-backed store: embedded (``PersistentClient``) or a ``chroma run`` server (``HttpClient``).
+"""Chroma-backed store: embedded (``PersistentClient``), a ``chroma run`` server (``HttpClient``), or held in this
+process's memory for a store that lives as long as one replay (:meth:`ChromaStore.in_memory`).
 
 One collection per bucket (``<namespace>-episodes``, ``-candidates``, ``-rules``, ``-archive``): a ``where`` filter
 over one large collection costs ~35× an unfiltered query (DESIGN §1). Embeddings are always supplied by us
@@ -76,9 +77,10 @@ def connect(*, path: str | None = None, url: str | None = None, timeout_s: float
     return Connection(make_client(path=path))
 
 
-def make_client(*, path: str | None = None, url: str | None = None) -> Any:
+def make_client(*, path: str | None = None, url: str | None = None, in_memory: bool = False) -> Any:
     """A Chroma client with telemetry off: ``HttpClient`` for a URL, else ``PersistentClient`` for a path (no
-    lock, no timeout: :func:`connect` adds them)."""
+    lock, no timeout: :func:`connect` adds them), or with ``in_memory`` Chroma's in-memory client (one per process,
+    shared by every in-memory store: each keeps to its own namespace)."""
     set_offline_defaults()
     try:
         import chromadb
@@ -94,6 +96,8 @@ def make_client(*, path: str | None = None, url: str | None = None) -> Any:
             raise StoreError(f"store.url {url!r} has no host; expected e.g. http://127.0.0.1:8000")
         return chromadb.HttpClient(host=parsed.hostname, port=parsed.port or 8000,
                                    ssl=parsed.scheme == "https", settings=settings)
+    if in_memory:
+        return chromadb.EphemeralClient(settings=settings)
     if not path:
         raise StoreError("a Chroma store needs store.path (a folder) or store.url (a chroma server)")
     return chromadb.PersistentClient(path=str(path), settings=settings)
@@ -117,6 +121,16 @@ class ChromaStore:
         self.retries = retries
         self.read_only = read_only
         self.guard = guard
+
+    @classmethod
+    def in_memory(cls, namespace: str) -> "ChromaStore":
+        """A store in this process's memory, for one that lives as long as a replay: the same Chroma collections,
+        HNSW index and queries as an embedded folder, without the disk writes; its collections are deleted when it
+        is closed. ``namespace`` must be unique among the
+        process's open in-memory stores (they share one Chroma client)."""
+        store = cls(make_client(in_memory=True), namespace=namespace)
+        store.transient = True
+        return store
 
     @classmethod
     def from_config(cls, cfg: "StoreConfig", client: Any = None, guard: StoreGuard | None = None
@@ -193,6 +207,16 @@ class ChromaStore:
                 continue
             out[bucket] = (col.metadata or {}).get("embedding_model")
         return out
+
+    def drop(self) -> None:
+        """Delete this namespace's collections and close: what a store kept for one replay leaves behind."""
+        self._writable("drop")
+        self._connect()
+        for bucket in BUCKETS:
+            name = self.collection_name(bucket)
+            if any(c.name == name for c in self._do("drop", self.client.list_collections)):
+                self._do("drop", lambda n=name: self.client.delete_collection(n))
+        self.close()
 
     def close(self) -> None:
         self.collections_ = {}

@@ -8,7 +8,6 @@ replay with those weights would inject.
 
 from __future__ import annotations
 
-import tempfile
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -136,17 +135,16 @@ def capture(data: EpisodeData, config: LabConfig, *, embedder: Any, top_k: int =
 
     budget = token_budget or config.retrieval.token_budget
     start = time.perf_counter()
-    with tempfile.TemporaryDirectory(prefix="hindsight-sweep-") as tmp:
-        systems = build_systems(["hindsight"], config=config, embedder=embedder, top_k=top_k, token_budget=budget,
-                                root=str(workdir or tmp), capture=True)
-        try:
-            asked = {q for name in ("repeat", *data.modes) for q in data.mode(name).query_ids}
-            run = run_episodes(data.episodes, systems, query_ids=asked, show_progress=show_progress)
-            captured: Sequence[CandidateSet] = systems[0].captured  # type: ignore[attr-defined]
-            replayed = systems[0].mem.config_  # type: ignore[attr-defined]
-        finally:
-            for s in systems:
-                s.close()
+    systems = build_systems(["hindsight"], config=config, embedder=embedder, top_k=top_k, token_budget=budget,
+                            root=str(workdir) if workdir else None, capture=True)
+    try:
+        asked = {q for name in ("repeat", *data.modes) for q in data.mode(name).query_ids}
+        run = run_episodes(data.episodes, systems, query_ids=asked, show_progress=show_progress)
+        captured: Sequence[CandidateSet] = systems[0].captured  # type: ignore[attr-defined]
+        replayed = systems[0].mem.config_  # type: ignore[attr-defined]
+    finally:
+        for s in systems:
+            s.close()
     kmax = max(top_k, 10)
     queries = []
     by_mode = {name: (data.mode(name), set(data.mode(name).query_ids)) for name in ("repeat", *data.modes)}

@@ -98,3 +98,24 @@ def test_cli_replay_prints_the_table_writes_the_report_and_logs_to_mlflow(tmp_pa
     [run] = client.search_runs([client.get_experiment_by_name("hindsight-replay").experiment_id])
     assert run.data.params["dataset.sha256"] == saved["dataset"]["sha256"]
     assert run.data.metrics["bm25.hit_at_3"] == saved["systems"]["bm25"]["hit@3"]
+
+
+def test_a_replay_keeps_its_stores_in_memory_unless_given_a_folder(minilm, tmp_path):
+    """Without ``workdir`` each hindsight store lives in memory and is deleted when the replay ends; with one, the
+    stores are Chroma folders left there to inspect. The figures are the same either way."""
+    from hindsight_lab.store.chroma import make_client
+
+    client = make_client(in_memory=True)
+    before = {c.name for c in client.list_collections()}
+    in_memory = run_replay("tau-bench-airline-sample", systems=["hindsight"], embedder=minilm)
+    assert {c.name for c in client.list_collections()} == before  # nothing left behind
+    assert not any(tmp_path.iterdir())
+    on_disk = run_replay("tau-bench-airline-sample", systems=["hindsight"], embedder=minilm, workdir=tmp_path)
+    folders = [p for p in tmp_path.iterdir() if p.is_dir()]
+    assert len(folders) == 1 and folders[0].name.startswith("hindsight-") and any(folders[0].iterdir())
+
+    def figures(report):
+        return {name: {k: v for k, v in values.items() if "latency" not in k}
+                for name, values in report.metrics["systems"].items()}
+
+    assert figures(on_disk) == figures(in_memory) and figures(in_memory)["hindsight"]["hit@10"] > 0

@@ -1,5 +1,6 @@
-"""The Store protocol, checked on every implementation: the dict-backed store, Chroma (ephemeral client) and Postgres
-(the session's embedded PostgreSQL 18, and 16, the compose image's version)."""
+"""The Store protocol, checked on every implementation: the dict-backed store, Chroma (an embedded folder, and in
+memory as replays keep it) and Postgres (the session's embedded PostgreSQL 18, and 16, the compose image's
+version)."""
 
 from __future__ import annotations
 
@@ -18,11 +19,15 @@ from support import T0
 
 
 def _chroma(request):
-    import chromadb
-    from chromadb.config import Settings
+    store = ChromaStore.in_memory("c" + uuid.uuid4().hex[:8])
+    request.addfinalizer(store.drop)
+    return store
 
-    client = chromadb.EphemeralClient(settings=Settings(anonymized_telemetry=False))
-    return ChromaStore(client, namespace="c" + uuid.uuid4().hex[:8])
+
+def _chroma_folder(request):
+    store = ChromaStore(namespace="c" + uuid.uuid4().hex[:8], path=str(request.getfixturevalue("tmp_path")))
+    request.addfinalizer(store.close)
+    return store
 
 
 def _postgres(url_fixture):
@@ -33,7 +38,8 @@ def _postgres(url_fixture):
     return make
 
 
-STORES = {"memory": lambda request: InMemoryStore(), "chroma": _chroma, "postgres": _postgres("postgres_url"),
+STORES = {"memory": lambda request: InMemoryStore(), "chroma": _chroma, "chroma-folder": _chroma_folder,
+          "postgres": _postgres("postgres_url"),
           "postgres-16": _postgres("postgres16_url")}
 
 
@@ -104,3 +110,26 @@ def test_closed_store_refuses():
     s = InMemoryStore()
     with pytest.raises(StoreError, match="not open"):
         s.count("episode")
+
+
+def test_in_memory_chroma_stores_keep_apart_and_leave_nothing_when_dropped() -> None:
+    """Replays keep each hindsight store in memory (one Chroma client per process): two stores open at once see only
+    their own records, and a dropped store's collections are gone."""
+    a, b = ChromaStore.in_memory("a" + uuid.uuid4().hex[:8]), ChromaStore.in_memory("b" + uuid.uuid4().hex[:8])
+    for s in (a, b):
+        s.open("model-a")
+    a.upsert("candidate", [_rec(1), _rec(2)], _vecs(2))
+    b.upsert("candidate", [_rec(3)], _vecs(1, seed=1))
+    assert (a.count("candidate"), b.count("candidate")) == (2, 1)
+    assert [r.id for r, _ in a.get("candidate", [_rec(3).id])] == []
+    names = {c.name for c in a.client.list_collections()}
+    assert {a.collection_name(bucket) for bucket in ("candidate", "episode", "rule", "archive")} <= names
+    a.close()
+    a.open("model-a")  # closed is not dropped: it opens again with its records
+    assert a.count("candidate") == 2
+    a.drop()
+    left = {c.name for c in b.client.list_collections()}
+    assert not any(name.startswith(a.namespace) for name in left)
+    assert b.count("candidate") == 1
+    b.drop()
+    assert not any(c.name.startswith(b.namespace) for c in a.client.list_collections())

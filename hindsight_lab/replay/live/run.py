@@ -4,7 +4,7 @@
 
 from __future__ import annotations
 
-import tempfile
+
 from pathlib import Path
 from typing import Any, Sequence
 
@@ -69,7 +69,7 @@ def run_live(systems_names: Sequence[str], *, n_tasks: int, seed: int = 0, confi
         config: the hindsight :class:`~hindsight_lab.config.LabConfig` (default config when None).
         embedder: shared by every system (default: the config's model).
         top_k: shared by every system; token_budget: shared (default: the config's).
-        workdir: where the hindsight stores live (a temporary folder, removed after, when None).
+        workdir: a folder for the hindsight stores, kept after (default: in memory, deleted when done).
         show_progress: a tqdm bar over tasks.
         **env_options: passed to :class:`LiveEnv` (``p_explore``, ``p_lucky``, ``policy_change_at`` …).
 
@@ -91,27 +91,26 @@ def run_live(systems_names: Sequence[str], *, n_tasks: int, seed: int = 0, confi
                              **{k: getattr(env, k) for k in ("p_explore", "p_lucky", "p_retry", "max_retries",
                                                               "tasks_per_day", "types")}})
     tasks = env.tasks()
-    with tempfile.TemporaryDirectory(prefix="hindsight-live-") as tmp:
-        systems = build_systems(systems_names, config=cfg, embedder=embedder, top_k=top_k, token_budget=budget,
-                                root=str(workdir or tmp))
-        try:
-            day = None
-            for task in _progress(tasks, show_progress):
-                if day is not None and task.at.date() != day:
-                    for s in systems:
-                        s.maintain(task.at)
-                day = task.at.date()
+    systems = build_systems(systems_names, config=cfg, embedder=embedder, top_k=top_k, token_budget=budget,
+                            root=str(workdir) if workdir else None)
+    try:
+        day = None
+        for task in _progress(tasks, show_progress):
+            if day is not None and task.at.date() != day:
                 for s in systems:
-                    _run_task(env, s, task, count, report)
-                    report.memory.append({"system": s.name, "task": task.index, "at": task.at, **s.counts()})
+                    s.maintain(task.at)
+            day = task.at.date()
             for s in systems:
-                report.retired[s.name] = _retired(s)
-                lucky = set(report.lucky_ids.get(s.name, []))
-                report.lucky_in_l3[s.name] = _lucky_sources(s, lucky, Kind.RULE)
-                report.lucky_in_l2[s.name] = _lucky_sources(s, lucky, Kind.CANDIDATE)
-        finally:
-            for s in systems:
-                s.close()
+                _run_task(env, s, task, count, report)
+                report.memory.append({"system": s.name, "task": task.index, "at": task.at, **s.counts()})
+        for s in systems:
+            report.retired[s.name] = _retired(s)
+            lucky = set(report.lucky_ids.get(s.name, []))
+            report.lucky_in_l3[s.name] = _lucky_sources(s, lucky, Kind.RULE)
+            report.lucky_in_l2[s.name] = _lucky_sources(s, lucky, Kind.CANDIDATE)
+    finally:
+        for s in systems:
+            s.close()
     return report
 
 

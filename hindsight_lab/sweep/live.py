@@ -88,13 +88,16 @@ class LiveTerm:
     top_k: int
     workers: int = 1
     store: LiveRunStore | None = None
+    show_progress: bool = False
     runs: dict[tuple[str, int, tuple[str, ...]], dict[str, dict[str, Any]]] = field(default_factory=dict)
 
     @classmethod
     def build(cls, live: LiveSpec | None, objective: Objective, *, embedder: Any, folds: int, seed: int = 0,
-              top_k: int = 10, store: LiveRunStore | None = None) -> "LiveTerm | None":
+              top_k: int = 10, store: LiveRunStore | None = None, show_progress: bool = False
+              ) -> "LiveTerm | None":
         """A spec's live term (None without a ``live`` section), its dev seeds dealt to ``folds`` folds (fewer
-        when there are fewer seeds) in ``seed``'s order; runs are kept in ``store`` when given."""
+        when there are fewer seeds) in ``seed``'s order; runs are kept in ``store`` when given, and counted by a
+        tqdm bar with ``show_progress``."""
         if live is None:
             return None
         terms = [(metric, w) for mode, metric, w in objective.terms if mode == MODE]
@@ -102,7 +105,7 @@ class LiveTerm:
         k = min(folds, len(seeds))
         fold_of = task_folds([str(s) for s in seeds], k, seed) if k >= 2 else np.zeros(len(seeds), dtype=int)
         return cls(terms, seeds, list(live.test_seeds), live.tasks, np.asarray(fold_of), embedder, top_k,
-                   live.workers, store)
+                   live.workers, store, show_progress)
 
     # ------------------------------------------------------------------ runs
     @staticmethod
@@ -122,18 +125,33 @@ class LiveTerm:
         todo = list({self.key(c, s, systems): (c, s) for c in cfgs for s in seeds
                      if self.key(c, s, systems) not in self.runs}.items())
         todo = [(key, run) for key, run in todo if not self._from_store(key)]
-        if self.workers <= 1 or len(todo) <= 1:
-            for _, (cfg, seed) in todo:
-                self.summary(cfg, seed, systems)
+        if not todo:
             return
-        import multiprocessing
-        from concurrent.futures import ProcessPoolExecutor
+        from tqdm.auto import tqdm
 
-        with ProcessPoolExecutor(min(self.workers, len(todo)), mp_context=multiprocessing.get_context("spawn")) as ex:
-            futures = [(key, ex.submit(_summary, cfg, int(seed), tuple(systems), self.tasks, self.top_k, None))
-                       for key, (cfg, seed) in todo]
-            for key, future in futures:
-                self._keep(key, future.result())
+        with tqdm(total=len(todo), desc=f"live runs ({', '.join(systems)})", leave=False,
+                  disable=not self.show_progress) as bar:
+            if self.workers <= 1 or len(todo) <= 1:
+                for _, (cfg, seed) in todo:
+                    self.summary(cfg, seed, systems)
+                    bar.update()
+                return
+            import multiprocessing
+            from concurrent.futures import ProcessPoolExecutor, as_completed
+
+            with ProcessPoolExecutor(min(self.workers, len(todo)),
+                                     mp_context=multiprocessing.get_context("spawn")) as ex:
+                futures = {ex.submit(_summary, cfg, int(seed), tuple(systems), self.tasks, self.top_k, None): key
+                           for key, (cfg, seed) in todo}
+                failed: BaseException | None = None
+                for future in as_completed(futures):  # each run kept as soon as it is made, whatever fails
+                    try:
+                        self._keep(futures[future], future.result())
+                    except Exception as exc:  # noqa: BLE001 - raised below, once the other runs are kept
+                        failed = failed or exc
+                    bar.update()
+                if failed is not None:
+                    raise failed
 
     def _store_key(self, key: tuple[str, int, tuple[str, ...]]) -> str:
         config, seed, systems = key

@@ -58,8 +58,8 @@ def run_sweep(spec: SweepSpec, *, trials: int | None = None, embedder: Any = Non
     timing["load_s"] = time.perf_counter() - t0
     folds = "/".join(str(int(d.design.folds.max()) + 1) for d in datasets if d.design is not None)
     live = LiveTerm.build(spec.live, spec.objective.build(), embedder=datasets[0].embedder, seed=spec.seed,
-                          top_k=spec.top_k, store=live_runs, folds=max(int(d.design.folds.max()) + 1 for d in datasets
-                                                      if d.design is not None))
+                          top_k=spec.top_k, store=live_runs, show_progress=show_progress,
+                          folds=max(int(d.design.folds.max()) + 1 for d in datasets if d.design is not None))
     sampler = make_sampler(spec)
     if isinstance(sampler, ListSampler):
         n_trials = min(n_trials, len(sampler))  # a grid or list has no more trials than it lists

@@ -100,3 +100,20 @@ def test_the_sweep_command_keeps_its_live_runs_where_it_is_told(tmp_path: Path, 
     assert "dev.live.final_quarter" in first and figures(again) == figures(first)  # the same report, runs not made
     with pytest.raises(SystemExit):
         main(["sweep", str(spec), "--live-runs", str(kept), "--no-live-runs"])
+
+
+def test_runs_made_in_workers_are_kept_even_when_another_run_fails(tmp_path: Path, minilm) -> None:
+    """Two runs at once: the one whose config cannot load its model fails, the other is kept in the store as soon as
+    it is made, so the sweep run again after the fix does not make it again."""
+    from hindsight_lab.sweep.live import LiveSpec
+    from hindsight_lab.sweep.spec import ObjectiveSpec
+
+    store = LiveRunStore(tmp_path / "live")
+    objective = ObjectiveSpec.model_validate({"metric": {"ndcg@5": 1.0, "live.final_quarter": 1.0}}).build()
+    live = LiveTerm.build(LiveSpec(seeds=[0, 1], tasks=TASKS, workers=2), objective, embedder=minilm, folds=2,
+                          store=store)
+    good, bad = LabConfig(), LabConfig().with_params({"embedder.model": "no-such-model"})
+    with pytest.raises(Exception, match="no-such-model"):
+        live.run_all([bad, good], [0])  # the failing run first: the other is kept all the same
+    assert len(list(store.folder.glob("*.json"))) == 1
+    assert live.key(good, 0, ("hindsight",)) in live.runs and live.key(bad, 0, ("hindsight",)) not in live.runs

@@ -29,7 +29,7 @@ def add_parser(sub: Any) -> None:
                        help="log the sweep (parent run, trial runs, artifacts) to MLflow (default: on)")
     sweep.add_argument("--mlflow-uri", help="tracking URI (default: the spec's, else $MLFLOW_TRACKING_URI, else the "
                        "project's store)")
-    sweep.add_argument("--progress", action="store_true", help="tqdm bars for the replays")
+    sweep.add_argument("--progress", action="store_true", help="tqdm bars for the replays and the live runs")
     kept = sweep.add_mutually_exclusive_group()
     kept.add_argument("--live-runs", metavar="DIR",
                        help="where the live environment's runs are kept as they are made, so a sweep run again after "

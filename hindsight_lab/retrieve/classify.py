@@ -214,6 +214,14 @@ class TaskTypeClassifier:
         return np.stack([np.asarray(self._vectors[t], dtype=np.float64) for t in texts])
 
     def _fit(self) -> None:
+        import warnings
+
+        with warnings.catch_warnings():
+            # a store with a few examples of many types is a classification all the same (sklearn warns otherwise)
+            warnings.filterwarnings("ignore", message="The number of unique classes is greater", category=UserWarning)
+            self._fit_model()
+
+    def _fit_model(self) -> None:
         from sklearn.feature_extraction.text import TfidfVectorizer
         from sklearn.linear_model import LogisticRegression
         from sklearn.pipeline import make_pipeline

@@ -201,3 +201,17 @@ def test_a_rival_added_after_the_requests_were_typed_gets_no_request_type():
     cands.add(MemoryRecord("rule-2", Kind.RULE, "c", task_type="cancel_order"), emb, 0.3, 0.0, "conflict", None)
     assert cands.intents == ["issue_refund", None, None]
     assert raw_features(cands, T0)["task_type"].tolist() == [1.0, 1.0, 0.0]
+
+
+def test_a_store_with_many_types_of_few_examples_fits_without_sklearn_warnings() -> None:
+    """More types than half the examples is still a classification: the fit says nothing (sklearn would warn on
+    every refit, and a sweep refits thousands of times)."""
+    import warnings
+
+    clf = TaskTypeClassifier(min_votes=1)
+    for i in range(30):
+        clf.add(f"r{i}", f"please handle request number {i} about item {i}", f"type{i % 20}", float(i))
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        label, share = clf.predict("please handle request number 3 about item 3")
+    assert 0.0 < share <= 1.0

@@ -230,7 +230,7 @@ def replay_metrics(metrics: Mapping[str, Any]) -> dict[str, float]:
             out.update(_mode_metrics(cell, f"{mode}.", metrics.get("reference", "hindsight")))
     for name, lift in metrics.get("lift", {}).items():
         row = {k: lift.get(k) for k in ("promoted", "distinct", "injected_where_apply", "runs_compared", "lift",
-                                        "p_value", "null_p95")}
+                                        "p_value", "null_mean", "null_p95")}
         row["ci_low"], row["ci_high"] = lift.get("ci") or (None, None)
         out.update({metric_key(f"lift.{name}.{k}"): float(v) for k, v in row.items() if v is not None})
     for section in ("judging", "timing"):

@@ -127,5 +127,5 @@ def _lift_line(name: str, lift: dict) -> str:
         return head + "; lift n/a (no run to compare)"
     ci = lift["ci"]
     return (f"{head}; success lift of the runs that followed them {lift['lift']:+.3f} [{ci[0]:.3f}, {ci[1]:.3f}] "
-            f"over {lift['runs_compared']} runs, p {lift['p_value']:.2f} (predictive: the recorded agents never saw "
-            "the rules)")
+            f"over {lift['runs_compared']} runs, {lift['null_mean']:+.3f} from the tasks' difficulty alone, "
+            f"p {lift['p_value']:.2f} (predictive: the recorded agents never saw the rules)")

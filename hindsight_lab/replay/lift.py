@@ -5,7 +5,9 @@ that reach the step it guards (:class:`~hindsight_lab.trace.checks.Check`): the 
 followed it minus that of the runs that did not, per source agent (a cross-agent replay mixes agents of different
 skill), pooled over rules and sources weighted by the runs compared. The interval resamples whole tasks; the null
 shuffles outcomes among the runs of each task, which keeps every task's difficulty and breaks any link between
-following a rule and succeeding.
+following a rule and succeeding. The null's mean (``null_mean``) is the lift that the tasks' difficulty alone gives:
+when the runs that followed a rule were mostly in tasks that every run got right, a positive lift is no more than
+that mean, and its p-value is high.
 
 The recorded agents never saw the rules: the lift says whether a rule **predicts** success, not that following it
 causes it. Cause is measured where an agent reads the memory — the live environment
@@ -94,7 +96,7 @@ def lift_report(rules: Sequence[Any], episodes: Sequence[Any], times: Sequence[d
     if compared:
         boot, null = _bootstrap(pairs, runs, seed, n), null_lifts(pairs, runs, seed, n)
         out.update(ci=[float(np.nanpercentile(boot, 2.5)), float(np.nanpercentile(boot, 97.5))],
-                   null_p95=float(np.nanpercentile(null, 95)),
+                   null_mean=float(np.nanmean(null)), null_p95=float(np.nanpercentile(null, 95)),
                    p_value=float((1 + np.sum(null >= lift - 1e-12)) / (1 + np.sum(~np.isnan(null)))))
     return out
 

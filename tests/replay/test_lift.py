@@ -74,6 +74,21 @@ def test_a_rule_that_predicts_success_is_told_from_luck() -> None:
     assert logged["lift.hindsight.runs_compared"] == 24 and logged["lift.hindsight.p_value"] < 0.01
 
 
+def test_a_lift_the_tasks_difficulty_explains_is_told_apart() -> None:
+    # _episodes pairs runs into tasks: in 6 easy tasks both runs followed the rule and succeeded, in 6 hard ones
+    # both skipped it and failed. Followers succeed, the others fail (lift 1), but within a task nothing tells the
+    # runs apart: every shuffle gives the same lift, so the null's mean is the whole lift and nothing is left for it
+    eps = _episodes([(FOLLOW, True), (FOLLOW, True), (SKIP, False), (SKIP, False)] * 6)
+    out = lift_report([_rule(-1)], eps, [T0 + timedelta(hours=i) for i in range(len(eps))], n=200)
+    assert out["lift"] == 1.0 and out["null_mean"] == pytest.approx(1.0) and out["p_value"] == 1.0
+    assert "+1.000 from the tasks' difficulty alone, p 1.00" in _lift_line("hindsight", out)
+    assert replay_metrics({"systems": {}, "lift": {"hindsight": out}})["lift.hindsight.null_mean"] == 1.0
+    # within each task the follower succeeded and the other failed: the difficulty explains none of it
+    paired = lift_report([_rule(-1)], _episodes([(FOLLOW, True), (SKIP, False)] * 12),
+                         [T0 + timedelta(hours=i) for i in range(24)], n=400)
+    assert paired["lift"] == 1.0 and abs(paired["null_mean"]) < 0.15
+
+
 def test_success_unrelated_to_the_rule_is_not_called_a_lift() -> None:
     rng = np.random.default_rng(3)
     pattern = [(FOLLOW if i % 2 else SKIP, bool(rng.random() < 0.5)) for i in range(40)]

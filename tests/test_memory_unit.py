@@ -154,6 +154,25 @@ def test_debug_trace_records_retrievals_and_outcomes_but_never_ranking(mem):
     assert [h.scores for h in second.hits] == [h.scores for h in first.hits]
 
 
+def test_retrieval_bookkeeping_waits_for_its_batch_across_a_change_and_lands_on_the_changed_record(mem):
+    # a search leaves bookkeeping pending; a write then changes the record it stamped (a duplicate merges in). The
+    # write does not write the bookkeeping first: it stays pending over the changed record, what later searches see
+    # is the change, and the batch's flush stores both
+    first = mem.write("Call verify_identity before issue_refund", confidence=0.6).record
+    assert mem.search("verify identity before a refund", task_id="q1", now=T0 + timedelta(days=1)).ids == [first.id]
+    merged = mem.write("Call verify_identity before issue_refund", confidence=0.8)
+    assert merged.action == "merged" and merged.record.hit_count == 2
+    stored = mem.store.get("candidate", [first.id])[0][0]
+    assert stored.hit_count == 2 and stored.debug_trace == () and stored.last_retrieved_at is None  # not yet written
+    current = mem.get(first.id)  # the stored record with its pending bookkeeping
+    assert current.hit_count == 2 and current.last_retrieved_at == T0 + timedelta(days=1)
+    assert [h.record.hit_count for h in mem.search("verify identity before a refund").hits] == [2]
+    mem.flush()
+    stored = mem.store.get("candidate", [first.id])[0][0]
+    assert stored.hit_count == 2 and [e["task_id"] for e in stored.debug_trace][:1] == ["q1"]
+    assert stored.confidence == pytest.approx(0.7) and stored.last_retrieved_at is not None
+
+
 def test_bad_episode_input_names_the_field(mem):
     with pytest.raises(ValidationError, match=r"write_episodes\[0\].*outcome"):
         mem.write_episode({"episode_id": "e", "instruction": "x", "steps": [], "outcome": "won"})

@@ -1,7 +1,10 @@
 """Retrieval bookkeeping (DESIGN §3): when each record was last retrieved or had its trigger matched, and its
 ``debug_trace`` (which tasks retrieved it and how they ended). Held in process and written to the store in
-batches; never read by ranking. A flush writes the bookkeeping onto the record as the store holds it then, so a
-change another process made meanwhile (a merge, a promotion) is kept, not overwritten by the copy searched."""
+batches (:data:`FLUSH_AT` records, or before a read or change that needs it stored); never read by ranking. A
+change to a stamped record, made here (:attr:`~.writes.Writes.on_stored`) or by another process (the change
+feed), puts the pending bookkeeping onto the changed record (:meth:`Retrievals.rebase`), so searches meanwhile see
+the change, and a flush writes the bookkeeping onto the record as the store holds it then, never the copy
+searched."""
 
 from __future__ import annotations
 

@@ -93,6 +93,7 @@ class MemorySystem:
         self.index_ = state.index
         self._writes = Writes(cfg, self.store, self.index_, self.embedder, self.new_id, state.contradictions)
         self._retrievals = Retrievals(self._writes, cfg.retrieval.debug_trace_max)
+        self._writes.on_stored = self._retrievals.rebase
         self._searcher = Searcher(self.store, self.index_, self.embedder, self.tokens_.count)
         # without a saved state its counter is read before the scan, so no change falls between the two
         self._feed = ChangeFeed(self.store, self._writes, self._retrievals.rebase, state.observe, seen=state.seen,
@@ -190,7 +191,6 @@ class MemorySystem:
     def stats(self) -> dict[str, Any]:
         """Counts per bucket and layer, task types, triggers, the embedding model."""
         self.ensure_open()
-        self.flush()
         counts = {b: self.store.count(b) for b in BUCKETS}
         episodes, candidates, rules = counts[Bucket.EPISODE], counts[Bucket.CANDIDATE], counts[Bucket.RULE]
         return {"episodes": episodes, "candidates": candidates, "rules": rules, "archived": counts[Bucket.ARCHIVE],
@@ -242,7 +242,6 @@ class MemorySystem:
         item = parse_memory_input({"content": content, **fields})
         if item.layer == "L3" and self.config_.promotion.require_counter_examples and not item.counter_examples:
             raise ValidationError("write: counter_examples: an L3 rule needs at least one counter-example")
-        self.flush()
         emb = self.embedder.embed([item.content])[0]
         kind = Kind.RULE if item.layer == "L3" else Kind.CANDIDATE
         incoming = MemoryRecord(
@@ -301,7 +300,6 @@ class MemorySystem:
         self.ensure_open()
         eps = [_as_episode(e, i) for i, e in enumerate(episodes)]
         given = list(task_types) if task_types is not None else [None] * len(eps)
-        self.flush()
         return self._reflection.run(eps, given, self._now(now))  # each write under the lock, the reflector not
 
     def reflection_stats(self) -> dict[str, Any]:

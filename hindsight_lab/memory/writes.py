@@ -54,6 +54,10 @@ class Writes:
         self.checked: dict[str, set[str]] = {}  # a guarded step (tool) -> the candidates and rules checking it
         self.promotions = 0  # candidates moved to L3 since open, by a reflection's write or by later evidence
         self.changes = 0  # records tracked or forgotten since open (when to save the memory's state)
+        self.on_stored: Callable[[MemoryRecord], None] | None = None
+        """Called with every record as it is now stored (a put, update, annotation or move): the memory puts its
+        pending retrieval bookkeeping onto it (:meth:`~.retrievals.Retrievals.rebase`), so that bookkeeping need
+        not be written before a change."""
 
     # ------------------------------------------------------------------ buckets
     def track(self, rec: MemoryRecord, bucket: Bucket | str) -> None:
@@ -76,16 +80,24 @@ class Writes:
         self.store.upsert(bucket, records, embeddings)
         for rec in records:
             self.track(rec, bucket)
+        self._stored(records)
 
     def update(self, bucket: Bucket | str, records: Sequence[MemoryRecord]) -> None:
         """Store changed records (their vectors kept) and re-index them."""
         self.store.update(bucket, records)
         for rec in records:
             self.track(rec, bucket)
+        self._stored(records)
 
     def annotate(self, bucket: Bucket | str, records: Sequence[MemoryRecord]) -> None:
         """Store changes that no index reads (bookkeeping: reflection state, retrieval stamps, debug traces)."""
         self.store.update(bucket, records)
+        self._stored(records)
+
+    def _stored(self, records: Sequence[MemoryRecord]) -> None:
+        if self.on_stored is not None:
+            for rec in records:
+                self.on_stored(rec)
 
     def delete(self, bucket: Bucket | str, ids: Sequence[str]) -> None:
         self.store.delete(bucket, ids)
@@ -108,6 +120,7 @@ class Writes:
         self.store.delete(source, [r.id for r in recs])
         for rec in recs:
             self.track(rec, target)
+        self._stored(recs)
 
     def archive(self, bucket: Bucket | str, ids: Sequence[str], attrs: dict[str, Any] | None = None) -> None:
         """Move records to the archive (kept, never recalled), adding ``attrs``."""

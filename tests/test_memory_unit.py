@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 
-from hindsight_lab import Kind, LabConfig, MemorySystem, StoreError, ValidationError
+from hindsight_lab import Kind, LabConfig, MemoryNotFound, MemorySystem, StoreError, ValidationError
 from hindsight_lab.embed import HashingEmbedder
 from hindsight_lab.store.memory import InMemoryStore
 from hindsight_lab.trace.summary import derive_task_type, summarise
@@ -171,6 +171,23 @@ def test_retrieval_bookkeeping_waits_for_its_batch_across_a_change_and_lands_on_
     stored = mem.store.get("candidate", [first.id])[0][0]
     assert stored.hit_count == 2 and [e["task_id"] for e in stored.debug_trace][:1] == ["q1"]
     assert stored.confidence == pytest.approx(0.7) and stored.last_retrieved_at is not None
+
+
+def test_get_many_reads_each_bucket_once_in_the_order_asked(mem):
+    ep = mem.write_episode(episode("e1", "refund the ticket", ["refund"]))
+    a = mem.write("Call verify_identity before issue_refund", confidence=0.6).record
+    b = mem.write("Call lookup_order before cancel_order", confidence=0.6).record
+    mem.search("verify identity before a refund", task_id="q1", now=T0 + timedelta(days=1))
+    reads = []
+    real_get = mem.store.get
+    mem.store.get = lambda bucket, ids: reads.append((str(bucket), list(ids))) or real_get(bucket, ids)
+    got = mem.get_many([b.id, ep.id, a.id, b.id])
+    assert [r.id for r in got] == [b.id, ep.id, a.id, b.id]
+    assert sorted(reads) == [("candidate", [b.id, a.id]), ("episode", [ep.id])]
+    assert got[2].last_retrieved_at == T0 + timedelta(days=1)  # with its pending bookkeeping, as get() gives it
+    assert [mem.get(r.id) for r in got] == got
+    with pytest.raises(MemoryNotFound, match="'nope'"):
+        mem.get_many([a.id, "nope"])
 
 
 def test_bad_episode_input_names_the_field(mem):

@@ -138,6 +138,23 @@ class MemorySystem:
         self.ensure_open()
         return self._get(memory_id)[0]
 
+    def get_many(self, memory_ids: Sequence[str]) -> list[MemoryRecord]:
+        """The records with these ids, in the order given (archived ones included), with one store read per
+        bucket; :class:`MemoryNotFound` naming the first id there is no memory with."""
+        self.ensure_open()
+        by_bucket: dict[Bucket, list[str]] = {}
+        for mid in dict.fromkeys(memory_ids):
+            bucket = self.index_.bucket_of(mid)
+            if bucket is None:
+                raise MemoryNotFound(f"no memory with id {mid!r}")
+            by_bucket.setdefault(bucket, []).append(mid)
+        found = {rec.id: self._retrievals.current(rec) for bucket, ids in by_bucket.items()
+                 for rec, _ in self.store.get(bucket, ids)}
+        missing = next((mid for mid in memory_ids if mid not in found), None)
+        if missing is not None:
+            raise MemoryNotFound(f"no memory with id {missing!r}")
+        return [found[mid] for mid in memory_ids]
+
     def _get(self, memory_id: str) -> tuple[MemoryRecord, np.ndarray, Bucket]:
         bucket = self.index_.bucket_of(memory_id)
         found = self.store.get(bucket, [memory_id]) if bucket else []

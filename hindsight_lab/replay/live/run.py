@@ -19,14 +19,14 @@ def injected_records(system: Any, injected: Sequence[Any]) -> list[Any]:
     """The memory records behind a system's injected list, in its order.
 
     :class:`~hindsight_lab.replay.systems.Injected` carries ids, not text, so the records are looked up in the
-    system itself: a ``hindsight`` system's memory (``system.mem.get``), a store-everything baseline's
+    system itself: a ``hindsight`` system's memory (``system.mem.get_many``), a store-everything baseline's
     ``records``; a system without memory injects nothing.
     """
     if not injected:
         return []
     mem = getattr(system, "mem", None)
     if mem is not None:
-        return [mem.get(i.memory_id) for i in injected]
+        return mem.get_many([i.memory_id for i in injected])
     by_id = {r.id: r for r in getattr(system, "records", [])}
     return [by_id[i.memory_id] for i in injected]
 

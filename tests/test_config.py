@@ -97,6 +97,7 @@ def test_behaviour_only_export_keeps_marked_fields_and_provenance(tmp_path):
     ("retrieval: {top_k: 'many'}", "retrieval.top_k"),
     ("schema_version: 2", "schema_version"),
     ("retrieval: {top_k: 3", "not valid YAML"),
+    ("retrieval: {classifier: {intent_match: no_conflict}}", r"retrieval\.classifier.*intent_match.*intent: true"),
 ])
 def test_bad_yaml_names_the_file_and_field(tmp_path, text, match):
     path = tmp_path / "bad.yaml"

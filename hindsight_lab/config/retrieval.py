@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Literal
 
-from pydantic import Field
+from pydantic import Field, model_validator
 
 from .base import RECALL, Section, affects
 
@@ -64,6 +64,19 @@ class ClassifierConfig(Section):
     own request (masked) that type, not only when its run derived it. The type a run derives is what its agent did;
     the request says what was wanted: a retry of the same request whose agent went another way still matches, a
     request about the same names that wanted something else does not."""
+    intent_match: Literal["same", "no_conflict"] = Field("same", json_schema_extra=affects(RECALL))
+    """With ``intent``, what the task-type term asks of a stored episode's request: ``same``, that the classifier
+    give it the query's type (or its run derived that type); ``no_conflict``, only that the classifier not surely
+    give it another type — a request it abstains on keeps the benefit of the doubt, as do rules and candidates,
+    whose requests it does not type. A paraphrase the classifier cannot place is then not pushed down, while a
+    request about the same names that surely wanted something else still is."""
+
+    @model_validator(mode="after")
+    def _intent_match_needs_intent(self) -> "ClassifierConfig":
+        if self.intent_match != "same" and not self.intent:
+            raise ValueError("intent_match: 'no_conflict' reads the classifier's type of each stored request, "
+                             "which only intent: true computes")
+        return self
 
 
 class RetrievalConfig(Section):

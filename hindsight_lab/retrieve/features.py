@@ -68,6 +68,29 @@ def confidences(c: "Candidates", now: datetime) -> np.ndarray:
     return out
 
 
+def type_matches(c: "Candidates", now: datetime) -> np.ndarray:
+    """The task-type feature: 1 when the query has a type and the record's stored type is it, or (with
+    ``retrieval.classifier.intent``) the classifier gives the record's own request that type; else 0. With
+    ``intent_match: no_conflict``, 1 unless the classifier surely gives the request another type (``intents`` None
+    where it abstains, and for records whose request it does not type).
+
+    Examples:
+        >>> from types import SimpleNamespace as R
+        >>> recs = [R(task_type="refund"), R(task_type="cancel"), R(task_type="cancel"), R(task_type=None)]
+        >>> c = R(records=recs, task_type="refund", intents=[None, "refund", "cancel", None], intent_match="same")
+        >>> type_matches(c, None).tolist()
+        [1.0, 1.0, 0.0, 0.0]
+        >>> type_matches(R(**{**vars(c), "intent_match": "no_conflict"}), None).tolist()  # only a sure "cancel" is 0
+        [1.0, 1.0, 0.0, 1.0]
+    """
+    if c.task_type is None:
+        return np.zeros(len(c.records))
+    intents = c.intents or [None] * len(c.records)
+    lenient = c.intent_match == "no_conflict" and c.intents is not None
+    return np.asarray([1.0 if r.task_type == c.task_type or it == c.task_type or (lenient and it is None) else 0.0
+                       for r, it in zip(c.records, intents)], dtype=np.float64)
+
+
 @dataclass(frozen=True)
 class Feature:
     """One rerank feature: ``raw(candidates, now)`` is cached, ``value(raw, params)`` gives ``(n,)`` or ``(C, n)``."""
@@ -84,15 +107,12 @@ def ages_days(c: "Candidates", now: datetime) -> np.ndarray:
 
 
 #: Every feature by name: semantic (cosine to the query, clipped to [0, 1]), lexical (BM25 score over the best in
-#: the store), task_type (1 when the record's task type is the query's, or with ``retrieval.classifier.intent`` the
-#: type of its request), confidence (:func:`confidences`), and recency
+#: the store), task_type (:func:`type_matches`), confidence (:func:`confidences`), and recency
 #: (``0.5 ** (age / half_life)`` with the age of :func:`ages_days`).
 FEATURES: dict[str, Feature] = {f.name: f for f in (
     Feature("semantic", lambda c, now: np.asarray(c.similarity, dtype=np.float64), _clipped),
     Feature("lexical", lambda c, now: np.asarray(c.lexical, dtype=np.float64)),
-    Feature("task_type", lambda c, now: np.asarray(
-        [1.0 if c.task_type is not None and (r.task_type == c.task_type or (c.intents and c.intents[i] == c.task_type))
-         else 0.0 for i, r in enumerate(c.records)], dtype=np.float64)),
+    Feature("task_type", type_matches),
     Feature("confidence", confidences),
     Feature("recency", ages_days, _recency),
 )}

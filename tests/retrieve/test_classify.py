@@ -160,6 +160,35 @@ def test_with_intent_a_retry_whose_run_went_another_way_matches_the_query_type()
     assert task_type_term(cfg.with_params({"retrieval.classifier.intent": True})) == ("update_address", 1.0)
 
 
+def test_no_conflict_gives_a_request_the_classifier_cannot_place_the_benefit_of_the_doubt():
+    # two stored runs that derived the refund type: one whose request the classifier cannot place (it abstains),
+    # one whose request surely asked for a refund. Asked to match the query's type (same), both miss it; asked only
+    # not to conflict with it (no_conflict), the one it cannot place keeps the term, the sure refund does not
+    cfg, mem = _refunds_and_addresses("logistic")
+    cfg = cfg.with_params({"retrieval.classifier.min_share": 0.6, "retrieval.classifier.learn_from": "successes",
+                           "retrieval.classifier.intent": True, "retrieval.min_similarity": -1.0})
+    mem.write_episode(episode("vague", "Dmitri Novak called again",
+                              ["lookup_order", "issue_refund"], outcome="failure"), now=T0 + timedelta(hours=8))
+    mem.write_episode(episode("sure", "Refund order 12 for Dmitri Novak, the kettle leaks",
+                              ["lookup_order", "issue_refund"]), now=T0 + timedelta(hours=9))
+
+    def task_type_terms(config: LabConfig) -> dict[str, float]:
+        m = MemorySystem(config, store=mem.store, embedder=mem.embedder).open()
+        res = m.search("Change the delivery address of Dmitri Novak to 4 Elm Road, please",
+                       now=T0 + timedelta(days=1), explain=True)
+        assert res.task_type == "update_address"
+        assert m.index_.classifier.intents(["Dmitri Novak called again",
+                                            "Refund order 12 for Dmitri Novak, the kettle leaks"]) == \
+            [None, "issue_refund"]  # it abstains on the one and is sure of the other
+        return {r.source_episode_ids[0]: float(v) for r, v in zip(res.candidates.records,
+                                                                  res.candidates.raw["task_type"])}
+
+    same = task_type_terms(cfg)
+    lenient = task_type_terms(cfg.with_params({"retrieval.classifier.intent_match": "no_conflict"}))
+    assert (same["vague"], same["sure"], same["a0"]) == (0.0, 0.0, 1.0)  # the control
+    assert (lenient["vague"], lenient["sure"], lenient["a0"]) == (1.0, 0.0, 1.0)
+
+
 def test_confidence_within_task_type_compares_a_record_with_its_own_kind():
     # the refunds all succeeded but one; the address changes all succeeded. Taken as it is, every success lifts its
     # record alike, whatever its type; within its type, only what sets a record apart from its kind counts

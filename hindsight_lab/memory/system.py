@@ -135,8 +135,7 @@ class MemorySystem:
     # ------------------------------------------------------------------ reads
     def get(self, memory_id: str) -> MemoryRecord:
         """The record with this id (archived ones included); :class:`MemoryNotFound` otherwise."""
-        self.ensure_open()
-        return self._get(memory_id)[0]
+        return self.get_many([memory_id])[0]
 
     def get_many(self, memory_ids: Sequence[str]) -> list[MemoryRecord]:
         """The records with these ids, in the order given (archived ones included), with one store read per

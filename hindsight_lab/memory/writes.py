@@ -54,7 +54,7 @@ class Writes:
         self.checked: dict[str, set[str]] = {}  # a guarded step (tool) -> the candidates and rules checking it
         self.promotions = 0  # candidates moved to L3 since open, by a reflection's write or by later evidence
         self.changes = 0  # records tracked or forgotten since open (when to save the memory's state)
-        self.on_stored: Callable[[MemoryRecord], None] | None = None
+        self.on_stored: Callable[[MemoryRecord], None] = lambda rec: None
         """Called with every record as it is now stored (a put, update, annotation or move): the memory puts its
         pending retrieval bookkeeping onto it (:meth:`~.retrievals.Retrievals.rebase`), so that bookkeeping need
         not be written before a change."""
@@ -95,9 +95,8 @@ class Writes:
         self._stored(records)
 
     def _stored(self, records: Sequence[MemoryRecord]) -> None:
-        if self.on_stored is not None:
-            for rec in records:
-                self.on_stored(rec)
+        for rec in records:
+            self.on_stored(rec)
 
     def delete(self, bucket: Bucket | str, ids: Sequence[str]) -> None:
         self.store.delete(bucket, ids)

@@ -144,3 +144,18 @@ def test_default_selection_with_the_live_environment_declares_the_same_candidate
                                               "live.final_quarter": 1.0}
     assert spec.live is not None and spec.live.seeds == list(range(10)) and spec.live.tasks == 240
     assert spec.live.test_seeds and not set(spec.live.test_seeds) & set(spec.live.seeds)
+
+
+def test_default_selection_with_thirty_live_seeds_keeps_the_objective_and_reads_no_earlier_held_out_seed() -> None:
+    """The selection run again with three times the dev seeds: the datasets, split, objective and folds of
+    default_selection_live.yaml; a shorter candidate list that starts with the default; dev seeds 0-9 and 15-34;
+    test seeds that neither list nor the earlier held-out seeds 10-14 contain."""
+    earlier = yaml.safe_load((REPO / "experiments" / "default_selection_live.yaml").read_text(encoding="utf-8"))
+    data = yaml.safe_load((REPO / "experiments" / "default_selection_live_30.yaml").read_text(encoding="utf-8"))
+    spec = SweepSpec.from_dict({**data, "datasets": [{"name": "tau-bench-airline-sample"}]},
+                               folder=REPO / "experiments")
+    for key in ("datasets", "split", "base", "sampler", "objective", "selection", "top_k"):
+        assert data[key] == earlier[key], key
+    assert data["configs"][0] == {} and len(data["configs"]) < len(earlier["configs"])
+    assert spec.live is not None and spec.live.seeds == [*range(10), *range(15, 35)] and spec.live.tasks == 240
+    assert spec.live.test_seeds and not set(spec.live.test_seeds) & {*spec.live.seeds, *earlier["live"]["test_seeds"]}

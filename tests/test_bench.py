@@ -44,6 +44,10 @@ def test_bench_tiny_run_writes_every_figure(tmp_path: Path, monkeypatch: pytest.
         # HNSW on a few hundred real points is near exact; a broken ANN-vs-exact comparison scores ~0.
         assert r["recall_at_20"] > 0.9, r["recall_at_20"]
         assert r["search_ms"]["p95"] >= r["search_ms"]["p50"] > 0
+    one = data["write"]["single"]
+    assert one["episodes"] == 64
+    for side in ("hindsight_ms", "raw_ms"):
+        assert one[side]["p95"] >= one[side]["p50"] > 0, side
     assert {t["name"] for t in data["targets"]} >= {"write eps / raw eps", "search p50 growth 150->300"}
     assert all(isinstance(t["pass"], bool) for t in data["targets"])
     assert str(tmp_path) not in out.read_text()  # no machine paths in the JSON
@@ -51,6 +55,7 @@ def test_bench_tiny_run_writes_every_figure(tmp_path: Path, monkeypatch: pytest.
 
     printed = capsys.readouterr().out
     assert "recall@20 @ 300" in printed and ("PASS" in printed or "MISS" in printed)
+    assert "write one at a time (64 episodes" in printed
 
 
 def test_generator_is_prefix_stable_distinct_and_varied() -> None:

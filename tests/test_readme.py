@@ -559,6 +559,9 @@ README_MAP: list[tuple[str, tuple[str, ...] | Instead]] = [
      Instead("a PostgreSQL server with pgvector the user runs (the compose profile); the suite imports into its "
              "own embedded Postgres", ("tests/test_manage.py", "tests/store/test_postgres.py"))),
     (r"bench", Instead("10k and 100k episodes: many minutes", ("tests/test_bench.py",))),
+    (r"bench --sizes 300 --write-n 1000",
+     Instead("a thousand episodes written in batches, then 200 one at a time: minutes (the suite runs the same "
+             "measures at a tiny size)", ("tests/test_bench.py",))),
     (r"bench --sizes 10000,100000 --queries 100 --write-n 500 --postgres postgresql\+embedded://pg-bench",
      Instead("10k and 100k episodes on Chroma and on Postgres: many minutes; the suite runs a tiny size on its own "
              "embedded Postgres", ("tests/test_bench.py",))),

@@ -9,7 +9,8 @@ nothing), with the query cache off and distinct query texts that are not in the 
   same queries; its peak RSS is the search process's.
 - **recall@20**: Chroma's top 20 from the raw query against the exact top 20 of a numpy scan of the stored vectors.
 - **write**: :meth:`MemorySystem.write_episodes` in batches, embedding included, against ``embed`` + ``add`` on a
-  raw collection with the same HNSW settings.
+  raw collection with the same HNSW settings; then episodes written one at a time (as reflection stores them),
+  their embeddings computed before, in milliseconds per write against one ``add`` each.
 
 With ``postgres_url`` (``bench --postgres URL``), every size is also measured on a Postgres namespace of that
 database, in the same run: the same corpus filled through ``write_episodes``, searched by a fresh process, its raw
@@ -50,6 +51,7 @@ logger = logging.getLogger(__name__)
 
 QUERY_SEED, WRITE_SEED = 2, 3
 TOP_N, WARMUP, WRITE_BATCH, FILL_BATCH = 20, 5, 64, 5000
+SINGLE_WRITES = 200  # episodes written one at a time after the batches (at most write-n)
 _BLOCK, _PAUSE_S = 20, 0.3  # search-vs-raw timing: queries per block, pause between blocks
 TARGETS = {"search_ratio": 1.5, "growth": 1.3, "recall": 0.95, "write_ratio": 0.7, "peak_rss_mb": 1536.0,
            "open_s": 3.0}
@@ -174,9 +176,11 @@ def recall_at(raw_ids: Sequence[Sequence[str]], vectors: np.ndarray, matrix: np.
     return float(np.mean([len({ids[i] for i in row} & set(got)) / k for row, got in zip(exact, raw_ids)]))
 
 
-def measure_writes(path: Path, episodes: Sequence[Any], embedder: Any, *, batch: int = WRITE_BATCH
-                   ) -> dict[str, float]:
-    """Episodes/s of ``write_episodes`` vs ``embed`` + ``collection.add`` on a raw collection (first batch: warm-up)."""
+def measure_writes(path: Path, episodes: Sequence[Any], embedder: Any, *, batch: int = WRITE_BATCH,
+                   singles: Sequence[Any] = ()) -> dict[str, Any]:
+    """Episodes/s of ``write_episodes`` vs ``embed`` + ``collection.add`` on a raw collection (first batch: warm-up);
+    then, on the stores the batches filled, the milliseconds of each of ``singles`` written alone (a reflection
+    stores one episode at a time), embeddings computed before, so the figures are the stores' own."""
     from ..memory import MemorySystem
     from ..store.chroma import make_client
 
@@ -185,9 +189,13 @@ def measure_writes(path: Path, episodes: Sequence[Any], embedder: Any, *, batch:
     col = make_client(path=str(path / "raw")).create_collection(
         "raw-episodes", embedding_function=None, configuration={"hnsw": {
             "space": "cosine", "ef_construction": h.ef_construction, "ef_search": h.ef_search,
-            "max_neighbors": h.max_neighbors}})
+            "max_neighbors": h.max_neighbors, "sync_threshold": h.sync_threshold}})
     secs = [0.0, 0.0]
-    with MemorySystem(cfg, embedder=embedder) as mem:
+    texts = [e.instruction for e in singles]
+    known = LookupEmbedder(embedder, {t: i for i, t in enumerate(texts)},
+                           embedder.embed(texts) if texts else np.zeros((0, 1), dtype=np.float32))
+    one: list[list[float]] = [[], []]
+    with MemorySystem(cfg, embedder=known) as mem:
         for b, lo in enumerate(range(0, len(episodes), batch)):
             chunk = episodes[lo:lo + batch]
             for which in ((0, 1) if b % 2 == 0 else (1, 0)):
@@ -200,8 +208,21 @@ def measure_writes(path: Path, episodes: Sequence[Any], embedder: Any, *, batch:
                             metadatas=[{"outcome": e.outcome} for e in chunk])
                 if b:
                     secs[which] += time.perf_counter() - t
+        for k, ep in enumerate(singles):
+            for which in ((0, 1) if k % 2 == 0 else (1, 0)):
+                t = time.perf_counter()
+                if which == 0:
+                    mem.write_episodes([ep])
+                else:
+                    col.add(ids=[ep.episode_id], embeddings=known.embed([ep.instruction]),
+                            documents=[ep.instruction], metadatas=[{"outcome": ep.outcome}])
+                one[which].append((time.perf_counter() - t) * 1000.0)
     n = len(episodes) - min(batch, len(episodes))
-    return {"hindsight_eps": n / secs[0], "raw_eps": n / secs[1], "ratio": secs[1] / secs[0], "batch": batch}
+    out: dict[str, Any] = {"hindsight_eps": n / secs[0], "raw_eps": n / secs[1], "ratio": secs[1] / secs[0],
+                           "batch": batch}
+    if singles:
+        out["single"] = {"episodes": len(singles), "hindsight_ms": _summary(one[0]), "raw_ms": _summary(one[1])}
+    return out
 
 
 def run_bench(sizes: Sequence[int], *, queries: int = 200, write_n: int = 2000, model: str = "all-MiniLM-L6-v2",
@@ -239,9 +260,10 @@ def run_bench(sizes: Sequence[int], *, queries: int = 200, write_n: int = 2000, 
             first, last = out["search"][str(sizes[0])], out["search"][str(sizes[-1])]
             out["growth_p50"] = last["search_ms"]["p50"] / first["search_ms"]["p50"]
             out["growth_raw_p50"] = last["raw_ms"]["p50"] / first["raw_ms"]["p50"]
+        single = min(SINGLE_WRITES, write_n)
         eps = [Episode.model_validate(make_episode(WRITE_SEED, j))
-               for j, _ in generate(WRITE_SEED, write_n + WRITE_BATCH)]
-        out["write"] = measure_writes(Path(tmp) / "write", eps, embedder)
+               for j, _ in generate(WRITE_SEED, write_n + WRITE_BATCH + single)]
+        out["write"] = measure_writes(Path(tmp) / "write", eps[:-single], embedder, singles=eps[-single:])
     out["write"]["episodes"] = write_n
     out["targets"] = targets(out)
     out["all_pass"] = all(t["pass"] for t in out["targets"])
@@ -334,7 +356,13 @@ def format_table(out: dict[str, Any]) -> str:
                      f"raw {out['growth_raw_p50']:.2f}x")
     w = out["write"]
     lines += ["", f"write ({w['episodes']} episodes, batches of {w['batch']}, embedding included): hindsight "
-              f"{w['hindsight_eps']:.1f} eps/s, raw {w['raw_eps']:.1f} eps/s", "", "targets:"]
+              f"{w['hindsight_eps']:.1f} eps/s, raw {w['raw_eps']:.1f} eps/s"]
+    if "single" in w:
+        one, mine, raw = w["single"], w["single"]["hindsight_ms"], w["single"]["raw_ms"]
+        lines.append(f"write one at a time ({one['episodes']} episodes after those, embeddings computed before): "
+                     f"hindsight p50 {mine['p50']:.1f} ms, p95 {mine['p95']:.1f} ms; raw p50 {raw['p50']:.1f} ms, "
+                     f"p95 {raw['p95']:.1f} ms")
+    lines += ["", "targets:"]
     lines += [f"  {'PASS' if t['pass'] else 'MISS'}  {t['name']:<34} {t['value']:>9.3f}  (target {t['op']} "
               f"{t['limit']:g})" for t in out["targets"]]
     return "\n".join(lines)

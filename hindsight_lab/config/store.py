@@ -35,6 +35,10 @@ class HnswConfig(Section):
     """Candidate list size while searching (higher: better recall, slower queries)."""
     max_neighbors: int = Field(16, ge=2)
     """Graph degree M."""
+    sync_threshold: int = Field(100, ge=2)
+    """Records Chroma writes before it brings its HNSW index up to date with its log (Chroma's own default: 1000).
+    A write costs more the more records wait, so a low threshold keeps writes cheap as a collection grows (set on
+    new collections, and on existing ones when a writable store opens them; Postgres ignores it)."""
 
 
 class StoreConfig(Section):

@@ -108,8 +108,8 @@ class ChromaStore:
 
     def __init__(self, client: Any = None, *, namespace: str = "default", path: str | None = None,
                  url: str | None = None, ef_construction: int = 200, ef_search: int = 100,
-                 max_neighbors: int = 16, timeout_s: float = 10.0, retries: int = 2, read_only: bool = False,
-                 guard: StoreGuard | None = None) -> None:
+                 max_neighbors: int = 16, sync_threshold: int = 100, timeout_s: float = 10.0, retries: int = 2,
+                 read_only: bool = False, guard: StoreGuard | None = None) -> None:
         self.client = client
         self.namespace = namespace
         self.path = path
@@ -117,6 +117,7 @@ class ChromaStore:
         self.ef_construction = ef_construction
         self.ef_search = ef_search
         self.max_neighbors = max_neighbors
+        self.sync_threshold = sync_threshold
         self.timeout_s = timeout_s
         self.retries = retries
         self.read_only = read_only
@@ -137,7 +138,8 @@ class ChromaStore:
                     ) -> "ChromaStore":
         return cls(client, namespace=cfg.namespace, path=cfg.path, url=cfg.url,
                    ef_construction=cfg.hnsw.ef_construction, ef_search=cfg.hnsw.ef_search,
-                   max_neighbors=cfg.hnsw.max_neighbors, timeout_s=cfg.timeout_s, retries=cfg.retries,
+                   max_neighbors=cfg.hnsw.max_neighbors, sync_threshold=cfg.hnsw.sync_threshold,
+                   timeout_s=cfg.timeout_s, retries=cfg.retries,
                    read_only=cfg.read_only, guard=guard)
 
     def _connect(self) -> None:
@@ -176,8 +178,10 @@ class ChromaStore:
         except NotFoundError:
             return self.client.create_collection(
                 name, embedding_function=None, metadata=self._collection_metadata(bucket, embedding_model),
-                configuration={"hnsw": {"space": "cosine", "ef_construction": self.ef_construction,
-                                        "ef_search": self.ef_search, "max_neighbors": self.max_neighbors}})
+                configuration=self._configuration())
+        synced = ((getattr(col, "configuration_json", None) or {}).get("hnsw") or {}).get("sync_threshold")
+        if not self.read_only and synced != self.sync_threshold:  # the one HNSW setting Chroma lets change
+            col.modify(configuration={"hnsw": {"sync_threshold": self.sync_threshold}})
         built_with = (col.metadata or {}).get("embedding_model")
         if built_with != embedding_model and verify:
             if col.count() == 0:  # nothing to mismatch: stamp it with the current model
@@ -188,6 +192,11 @@ class ChromaStore:
                     f"model is {embedding_model!r}. Open it with embedder.model={built_with!r}, or rebuild its "
                     f"vectors with MemorySystem.reembed() or `hindsight-lab reembed --store ...`.")
         return col
+
+    def _configuration(self) -> dict[str, Any]:
+        """The HNSW configuration of a new collection (``store.hnsw``; the space is always cosine)."""
+        return {"hnsw": {"space": "cosine", "ef_construction": self.ef_construction, "ef_search": self.ef_search,
+                         "max_neighbors": self.max_neighbors, "sync_threshold": self.sync_threshold}}
 
     @staticmethod
     def _collection_metadata(bucket: str, embedding_model: str) -> dict[str, Any]:
@@ -271,8 +280,7 @@ class ChromaStore:
             pass
         tmp = self.client.create_collection(
             tmp_name, embedding_function=None, metadata=self._collection_metadata(bucket, embedding_model),
-            configuration={"hnsw": {"space": "cosine", "ef_construction": self.ef_construction,
-                                    "ef_search": self.ef_search, "max_neighbors": self.max_neighbors}})
+            configuration=self._configuration())
         self.collections_[bucket] = tmp
         self.upsert(bucket, records, embeddings)
         self.client.delete_collection(name)

@@ -133,3 +133,25 @@ def test_in_memory_chroma_stores_keep_apart_and_leave_nothing_when_dropped() -> 
     assert b.count("candidate") == 1
     b.drop()
     assert not any(c.name.startswith(b.namespace) for c in a.client.list_collections())
+
+
+def test_chroma_collections_take_the_sync_threshold_and_a_writable_open_updates_it(tmp_path) -> None:
+    """``store.hnsw.sync_threshold`` is set on new collections; a writable store that opens them with another value
+    changes it (Chroma lets this one HNSW setting change), a read-only one leaves it; the records stay."""
+    from hindsight_lab.config import LabConfig
+
+    def threshold(s: ChromaStore) -> int:
+        return s.collections_["episode"].configuration_json["hnsw"]["sync_threshold"]
+
+    ns = "c" + uuid.uuid4().hex[:8]
+    assert ChromaStore(namespace=ns).sync_threshold == LabConfig().store.hnsw.sync_threshold == 100
+    s = ChromaStore(namespace=ns, path=str(tmp_path), sync_threshold=50)
+    s.open("model-a")
+    s.upsert("episode", [_rec(1)], _vecs(1))
+    assert threshold(s) == 50
+    s.close()
+    for value, read_only, expected in ((70, False, 70), (30, True, 70)):
+        s = ChromaStore(namespace=ns, path=str(tmp_path), sync_threshold=value, read_only=read_only)
+        s.open("model-a")
+        assert (threshold(s), s.count("episode")) == (expected, 1)
+        s.close()

@@ -113,13 +113,18 @@ def test_split_is_by_task_and_deterministic() -> None:
     assert split_queries(groups, 0.0, seed=1)["test"] == []
 
 
+def _selection(name: str) -> tuple[dict, SweepSpec]:
+    """A selection spec of ``experiments/`` as written, and as a spec on the committed sample: the registered dev
+    replays are fetched apart, so the sample stands in and the check runs anywhere."""
+    data = yaml.safe_load((REPO / "experiments" / name).read_text(encoding="utf-8"))
+    return data, SweepSpec.from_dict({**data, "datasets": [{"name": "tau-bench-airline-sample"}]},
+                                     folder=REPO / "experiments")
+
+
 def test_default_selection_spec_declares_its_objective_and_valid_candidates() -> None:
     """The default's selection spec (issue 19): every candidate is a valid change of the default config, the
     default itself is one of them, and the objective weighs the three judging modes alike, fixed in the file."""
-    data = yaml.safe_load((REPO / "experiments" / "default_selection.yaml").read_text(encoding="utf-8"))
-    # the registered dev replays are fetched apart; the committed sample stands in so that the check runs anywhere
-    spec = SweepSpec.from_dict({**data, "datasets": [{"name": "tau-bench-airline-sample"}]},
-                               folder=REPO / "experiments")
+    data, spec = _selection("default_selection.yaml")
     assert [d["name"] for d in data["datasets"]] == ["tau-bench-airline-dev", "tau2-telecom-cross-dev",
                                                      "tau2-airline-cross-dev"]
     assert spec.sampler == "list" and {} in spec.configs
@@ -134,10 +139,8 @@ def test_default_selection_spec_declares_its_objective_and_valid_candidates() ->
 def test_default_selection_with_the_live_environment_declares_the_same_candidates_and_a_live_term() -> None:
     """Its twin with the live environment in the objective: the same candidates, datasets and split, the four
     measures of the acceptance alike, the live target's seeds 0-9 for dev and other seeds kept for the end."""
-    plain = yaml.safe_load((REPO / "experiments" / "default_selection.yaml").read_text(encoding="utf-8"))
-    data = yaml.safe_load((REPO / "experiments" / "default_selection_live.yaml").read_text(encoding="utf-8"))
-    spec = SweepSpec.from_dict({**data, "datasets": [{"name": "tau-bench-airline-sample"}]},
-                               folder=REPO / "experiments")
+    plain, _ = _selection("default_selection.yaml")
+    data, spec = _selection("default_selection_live.yaml")
     for key in ("datasets", "split", "base", "sampler", "configs", "selection", "top_k"):
         assert data[key] == plain[key], key
     assert spec.objective.build().weights == {"ndcg@5": 1.0, "transfer.ndcg@5": 1.0, "outcome.ndcg@5": 1.0,
@@ -150,10 +153,8 @@ def test_default_selection_with_thirty_live_seeds_keeps_the_objective_and_reads_
     """The selection run again with three times the dev seeds: the datasets, split, objective and folds of
     default_selection_live.yaml; a shorter candidate list that starts with the default; dev seeds 0-9 and 15-34;
     test seeds that neither list nor the earlier held-out seeds 10-14 contain."""
-    earlier = yaml.safe_load((REPO / "experiments" / "default_selection_live.yaml").read_text(encoding="utf-8"))
-    data = yaml.safe_load((REPO / "experiments" / "default_selection_live_30.yaml").read_text(encoding="utf-8"))
-    spec = SweepSpec.from_dict({**data, "datasets": [{"name": "tau-bench-airline-sample"}]},
-                               folder=REPO / "experiments")
+    earlier, _ = _selection("default_selection_live.yaml")
+    data, spec = _selection("default_selection_live_30.yaml")
     for key in ("datasets", "split", "base", "sampler", "objective", "selection", "top_k"):
         assert data[key] == earlier[key], key
     assert data["configs"][0] == {} and len(data["configs"]) < len(earlier["configs"])

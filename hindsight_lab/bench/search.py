@@ -182,18 +182,15 @@ def measure_writes(path: Path, episodes: Sequence[Any], embedder: Any, *, batch:
     then, on the stores the batches filled, the milliseconds of each of ``singles`` written alone (a reflection
     stores one episode at a time), embeddings computed before, so the figures are the stores' own."""
     from ..memory import MemorySystem
-    from ..store.chroma import make_client
+    from ..store.chroma import hnsw_configuration, make_client
 
     cfg = _config(path / "hindsight")
-    h = cfg.store.hnsw
     col = make_client(path=str(path / "raw")).create_collection(
-        "raw-episodes", embedding_function=None, configuration={"hnsw": {
-            "space": "cosine", "ef_construction": h.ef_construction, "ef_search": h.ef_search,
-            "max_neighbors": h.max_neighbors, "sync_threshold": h.sync_threshold}})
+        "raw-episodes", embedding_function=None, configuration=hnsw_configuration(cfg.store.hnsw))
     secs = [0.0, 0.0]
     texts = [e.instruction for e in singles]
-    known = LookupEmbedder(embedder, {t: i for i, t in enumerate(texts)},
-                           embedder.embed(texts) if texts else np.zeros((0, 1), dtype=np.float32))
+    known = LookupEmbedder(embedder, {t: i for i, t in enumerate(texts)}, embedder.embed(texts)) if texts \
+        else embedder
     one: list[list[float]] = [[], []]
     with MemorySystem(cfg, embedder=known) as mem:
         for b, lo in enumerate(range(0, len(episodes), batch)):

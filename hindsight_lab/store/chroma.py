@@ -103,6 +103,13 @@ def make_client(*, path: str | None = None, url: str | None = None, in_memory: b
     return chromadb.PersistentClient(path=str(path), settings=settings)
 
 
+def hnsw_configuration(hnsw: Any) -> dict[str, Any]:
+    """The Chroma ``configuration`` of a new collection from ``store.hnsw`` (or anything with its four fields, as a
+    :class:`ChromaStore` has); the space is always cosine."""
+    return {"hnsw": {"space": "cosine", "ef_construction": hnsw.ef_construction, "ef_search": hnsw.ef_search,
+                     "max_neighbors": hnsw.max_neighbors, "sync_threshold": hnsw.sync_threshold}}
+
+
 class ChromaStore:
     """Store on Chroma collections. The client is injected (tests may pass an ephemeral one)."""
 
@@ -194,9 +201,7 @@ class ChromaStore:
         return col
 
     def _configuration(self) -> dict[str, Any]:
-        """The HNSW configuration of a new collection (``store.hnsw``; the space is always cosine)."""
-        return {"hnsw": {"space": "cosine", "ef_construction": self.ef_construction, "ef_search": self.ef_search,
-                         "max_neighbors": self.max_neighbors, "sync_threshold": self.sync_threshold}}
+        return hnsw_configuration(self)
 
     @staticmethod
     def _collection_metadata(bucket: str, embedding_model: str) -> dict[str, Any]:

@@ -71,6 +71,13 @@ class ClassifierConfig(Section):
     whose requests it does not type. A paraphrase the classifier cannot place is then not pushed down, while a
     request about the same names that surely wanted something else still is."""
 
+    instance_blind: bool = Field(False, json_schema_extra=affects(RECALL))
+    """``logistic``, ``embedding``: type a query without the stored requests about the same instance (the same
+    names, numbers and identifiers) that asked for something else. Such a request shares the query's words whatever
+    it asked, which is what makes a lexical lure; whether it asked the same is read without that instance, by the
+    wording of the others. Those that asked the same are kept: what they came to for this very instance is the best
+    evidence (:mod:`hindsight_lab.retrieve.classify`)."""
+
     @model_validator(mode="after")
     def _intent_match_needs_intent(self) -> "ClassifierConfig":
         if self.intent_match != "same" and not self.intent:

@@ -16,6 +16,16 @@ Two feature sets (``retrieval.classifier.method``):
   ``describe_weight``. Tool names are the one part of a task type every run of it shares, whoever worded the
   request, so a query in words no stored instruction used can still land on its type.
 
+**Instance-blind typing** (``instance_blind``): a stored request about the very instance a query names — the same
+customer, order or booking, by the names, numbers and identifiers of the two requests
+(:func:`~hindsight_lab.trace.summary.same_instance` of their :func:`~hindsight_lab.trace.summary.request_signature`)
+— shares the query's words whatever it asked for: that is what makes a lexical lure. So the query is first read
+without those requests, by the wording of other instances; each of them is read the same way, and those that ask
+for something else than the query are left out when it is typed (a model fitted without them, memoised per set
+left out). Those that ask what the query asks are kept: what that request came to for this very instance (a
+refusal where others got a cancellation) is the best evidence there is. If the query cannot be read without them,
+all are left out.
+
 The training set is the newest ``max_per_type`` episodes of every task type, kept in process and refitted lazily
 at the first prediction after a change. ``scikit-learn`` is imported at the first fit; embeddings of the masked
 texts are memoised.
@@ -29,6 +39,8 @@ from __future__ import annotations
 
 import re
 from typing import Any, Callable, Iterable, Sequence
+
+from ..trace.summary import request_signature, same_instance
 
 _EMAIL = re.compile(r"\b[\w.+-]+@[\w-]+(?:\.[\w-]+)+\b")
 _WITH_DIGIT = re.compile(r"\b\w*\d\w*\b")
@@ -79,6 +91,7 @@ class TaskTypeClassifier:
         method: ``logistic`` (TF-IDF features) or ``embedding`` (sentence embeddings and tool descriptions).
         embed: texts → unit-norm embedding rows; required by ``embedding``.
         describe_weight: ``embedding``: sample weight of each task type's tool description (0: no descriptions).
+        instance_blind: type a query without the stored requests about the same instance (module docstring).
 
     Examples:
         >>> import numpy as np
@@ -95,19 +108,22 @@ class TaskTypeClassifier:
 
     def __init__(self, max_per_type: int = 50, min_votes: int = 2, min_share: float = 0.5, *,
                  method: str = "logistic", embed: Callable[[Sequence[str]], Any] | None = None,
-                 describe_weight: float = 10.0) -> None:
+                 describe_weight: float = 10.0, instance_blind: bool = False) -> None:
         if method not in ("logistic", "embedding"):
             raise ValueError(f"method: must be 'logistic' or 'embedding' (got {method!r})")
         if method == "embedding" and embed is None:
             raise ValueError("method 'embedding' needs an embed function")
         self.max_per_type, self.min_votes, self.min_share = max_per_type, min_votes, min_share
         self.method, self._embed, self.describe_weight = method, embed, float(describe_weight)
+        self.instance_blind = instance_blind
         self._by_type: dict[str, dict[str, tuple[float, str]]] = {}  # type → id → (created_at, masked text)
         self._tools: dict[str, tuple[str, ...]] = {}  # id → tools its episode called
         self._type_of: dict[str, str] = {}
+        self._instance: dict[str, tuple[str, ...]] = {}  # id → signature of its request (``instance_blind``)
         self._vectors: dict[str, Any] = {}  # masked text or description → embedding (``embedding``)
         self._asked: dict[str, Any] = {}  # masked text of a stored record asked about → embedding (:meth:`intents`)
         self._model: Any = None
+        self._blind: dict[frozenset[str], Any] = {}  # ids left out → model fitted without them (``instance_blind``)
         self._dirty = False
 
     def __len__(self) -> int:
@@ -115,8 +131,8 @@ class TaskTypeClassifier:
 
     def add(self, record_id: str, text: str, task_type: str | None, created_at: float,
             tools: Sequence[str] = ()) -> None:
-        """Learn from a stored episode (``tools``: the tools it called); beyond ``max_per_type`` the oldest of its
-        type is forgotten."""
+        """Learn from a stored episode's request ``text`` (``tools``: the tools it called); beyond ``max_per_type``
+        the oldest of its type is forgotten."""
         self.remove(record_id)
         if task_type is None:
             return
@@ -124,54 +140,88 @@ class TaskTypeClassifier:
         examples[record_id] = (created_at, mask_entities(text))
         self._type_of[record_id] = task_type
         self._tools[record_id] = tuple(tools)
+        if self.instance_blind:
+            self._instance[record_id] = request_signature(text)
         if len(examples) > self.max_per_type:
             oldest = min(examples, key=lambda rid: examples[rid][0])
             del examples[oldest], self._type_of[oldest], self._tools[oldest]
+            self._instance.pop(oldest, None)
         self._dirty = True
 
     def remove(self, record_id: str) -> None:
         task_type = self._type_of.pop(record_id, None)
         if task_type is not None:
             del self._by_type[task_type][record_id], self._tools[record_id]
+            self._instance.pop(record_id, None)
             if not self._by_type[task_type]:
                 del self._by_type[task_type]
             self._dirty = True
 
     def predict(self, query: str) -> tuple[str | None, float]:
         """``(task_type, probability)``, or ``(None, probability of the best)`` when it abstains."""
-        probs = self.probabilities(query)
+        left_out = self._left_out(query)
+        probs = self._probabilities(query, left_out)
         if not probs:
             return None, 0.0
-        label = max(probs, key=lambda t: probs[t])
-        share = probs[label]
-        if share <= self.min_share or len(self._by_type.get(label, ())) < self.min_votes:
-            return None, share
-        return label, share
+        label = self._decide(probs, left_out)
+        return (label, probs[label]) if label is not None else (None, max(probs.values()))
 
     def probabilities(self, query: str) -> dict[str, float]:
-        """Every stored task type's probability for ``query`` (empty when nothing is stored)."""
-        types = [t for t, ex in self._by_type.items() if ex]
+        """Every stored task type's probability for ``query`` (empty when nothing is stored); with
+        ``instance_blind``, learnt without the stored requests about the query's instance."""
+        return self._probabilities(query, self._left_out(query))
+
+    def _probabilities(self, query: str, left_out: frozenset[str], memo: bool = False) -> dict[str, float]:
+        """Every type's probability for ``query`` by the model without ``left_out`` (``memo``: keep the embedding
+        of its masked text, a stored request's)."""
+        types = [t for t, ex in self._by_type.items() if any(rid not in left_out for rid in ex)]
         if len(types) <= 1:
             return {t: 1.0 for t in types}
-        if self._dirty or self._model is None:
-            self._fit()
-            self._dirty = False
+        model = self._model_without(left_out)
         masked = mask_entities(query)
-        probs = self._model.predict_proba(self._vectorise([masked], memo=False) if self.method == "embedding"
-                                          else [masked])[0]
-        return {str(t): float(p) for t, p in zip(self._model.classes_, probs)}
+        probs = model.predict_proba(self._vectorise([masked], memo=memo) if self.method == "embedding"
+                                    else [masked])[0]
+        return {str(t): float(p) for t, p in zip(model.classes_, probs)}
+
+    def _left_out(self, query: str) -> frozenset[str]:
+        """The stored examples left out when ``query`` is typed (none unless ``instance_blind``): those about the
+        instance it names, but for the ones that, read without that instance, ask what the query asks."""
+        if not self.instance_blind or not self._instance:
+            return frozenset()
+        sig = request_signature(query)
+        same = frozenset(rid for rid, other in self._instance.items() if same_instance(sig, other))
+        if not same:
+            return same
+        asked = self._decide(self._probabilities(query, same), same)
+        if asked is None:
+            return same
+        return frozenset(rid for rid in same
+                         if self._decide(self._probabilities(self._text(rid), same, memo=True), same) != asked)
+
+    def _decide(self, probs: dict[str, float], left_out: frozenset[str]) -> str | None:
+        """The most probable type, None when it is not above ``min_share`` or has fewer than ``min_votes``
+        examples besides ``left_out``."""
+        if not probs:
+            return None
+        label = max(probs, key=lambda t: probs[t])
+        known = sum(rid not in left_out for rid in self._by_type.get(label, ()))
+        return label if probs[label] > self.min_share and known >= self.min_votes else None
+
+    def _text(self, record_id: str) -> str:
+        """The masked request a stored example was learnt from."""
+        return self._by_type[self._type_of[record_id]][record_id][1]
 
     def intents(self, texts: Sequence[str]) -> list[str | None]:
-        """The type :meth:`predict` would give each text (None where it abstains), in one pass; the embeddings of
-        the masked texts are memoised apart from the training set's (a stored record is asked again and again)."""
+        """The type the whole training set's model gives each text (None where it abstains), in one pass: a stored
+        request is typed knowing itself, even with ``instance_blind`` (typed without its instance, a lure worded
+        like the query would be read as the query is). The embeddings of the masked texts are memoised apart from
+        the training set's (a stored record is asked again and again)."""
         import numpy as np
 
         types = [t for t, ex in self._by_type.items() if ex]
         if not texts or len(types) <= 1:
             return [types[0] if types and len(self._by_type[types[0]]) >= self.min_votes else None] * len(texts)
-        if self._dirty or self._model is None:
-            self._fit()
-            self._dirty = False
+        model = self._fitted()
         masked = [mask_entities(t) for t in texts]
         if self.method == "embedding":
             new = sorted({m for m in masked if m not in self._asked})
@@ -182,11 +232,11 @@ class TaskTypeClassifier:
             features: Any = np.stack([np.asarray(self._asked[m], dtype=np.float64) for m in masked])
         else:
             features = masked
-        probs = self._model.predict_proba(features)
+        probs = model.predict_proba(features)
         out: list[str | None] = []
         for row in probs:
             best = int(np.argmax(row))
-            label = str(self._model.classes_[best])
+            label = str(model.classes_[best])
             ok = row[best] > self.min_share and len(self._by_type.get(label, ())) >= self.min_votes
             out.append(label if ok else None)
         return out
@@ -213,36 +263,56 @@ class TaskTypeClassifier:
             self._vectors.update(zip(new, self._embed(new)))
         return np.stack([np.asarray(self._vectors[t], dtype=np.float64) for t in texts])
 
-    def _fit(self) -> None:
+    def _fitted(self) -> Any:
+        """The model of the whole training set, refitted after a change (which drops the instance-blind ones)."""
+        if self._dirty or self._model is None:
+            self._blind.clear()
+            self._model = self._fit()
+            self._dirty = False
+        return self._model
+
+    def _model_without(self, left_out: frozenset[str]) -> Any:
+        """The model learnt without the examples ``left_out`` (the whole set's when none), memoised."""
+        model = self._fitted()
+        if not left_out:
+            return model
+        if left_out not in self._blind:
+            if len(self._blind) >= 256:
+                self._blind.clear()
+            self._blind[left_out] = self._fit(left_out)
+        return self._blind[left_out]
+
+    def _fit(self, left_out: frozenset[str] = frozenset()) -> Any:
+        """A model of the training set without the examples ``left_out``."""
         import warnings
 
         with warnings.catch_warnings():
             # a store with a few examples of many types is a classification all the same (sklearn warns otherwise)
             warnings.filterwarnings("ignore", message="The number of unique classes is greater", category=UserWarning)
-            self._fit_model()
+            return self._fit_model(left_out)
 
-    def _fit_model(self) -> None:
+    def _fit_model(self, left_out: frozenset[str]) -> Any:
         from sklearn.feature_extraction.text import TfidfVectorizer
         from sklearn.linear_model import LogisticRegression
         from sklearn.pipeline import make_pipeline
 
         texts, labels = [], []
         for task_type, examples in self._by_type.items():
-            texts += [text for _, text in examples.values()]
-            labels += [task_type] * len(examples)
+            kept = [text for rid, (_, text) in examples.items() if rid not in left_out]
+            texts += kept
+            labels += [task_type] * len(kept)
         if self.method == "embedding":
             weights = [1.0] * len(texts)
             if self.describe_weight > 0:
-                for task_type in self._by_type:
+                for task_type in dict.fromkeys(labels):
                     described = self.description(task_type)
                     if described:
                         texts.append(described)
                         labels.append(task_type)
                         weights.append(self.describe_weight)
-            live = set(texts)  # forget the vectors of texts no longer trained on
-            self._vectors = {t: v for t, v in self._vectors.items() if t in live}
-            self._model = LogisticRegression(C=10.0, max_iter=1000).fit(self._vectorise(texts), labels,
-                                                                        sample_weight=weights)
-            return
-        self._model = make_pipeline(TfidfVectorizer(ngram_range=(1, 2), sublinear_tf=True, lowercase=True),
-                                    LogisticRegression(C=10.0, max_iter=1000)).fit(texts, labels)
+            if not left_out:  # forget the vectors of texts no longer trained on
+                live = set(texts)
+                self._vectors = {t: v for t, v in self._vectors.items() if t in live}
+            return LogisticRegression(C=10.0, max_iter=1000).fit(self._vectorise(texts), labels, sample_weight=weights)
+        return make_pipeline(TfidfVectorizer(ngram_range=(1, 2), sublinear_tf=True, lowercase=True),
+                             LogisticRegression(C=10.0, max_iter=1000)).fit(texts, labels)

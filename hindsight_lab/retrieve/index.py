@@ -12,6 +12,7 @@ from typing import Any, Callable, Iterable
 import numpy as np
 
 from ..trace.checks import Check
+from ..trace.summary import key_request
 from ..types import BUCKETS, Bucket, Kind, MemoryRecord
 from .classify import TaskTypeClassifier, learns_from
 from .lexical import LexicalIndex
@@ -62,6 +63,13 @@ def is_retired(rec: MemoryRecord) -> bool:
     return bool((rec.attrs or {}).get("retired_by"))
 
 
+def stored_request(rec: MemoryRecord) -> str:
+    """The request of an episode record, as the classifier reads it: its key without the ``Tools:`` line, else its
+    stored text. A query is a request alone; the tools a run called teach the classifier through its task type's
+    description instead (:mod:`hindsight_lab.retrieve.classify`)."""
+    return key_request(rec.key) if rec.key else rec.content
+
+
 class RecallIndex:
     """Everything recall reads besides the store's vectors, for one open store.
 
@@ -81,7 +89,7 @@ class RecallIndex:
         self.classifier = TaskTypeClassifier(
             classifier.max_per_type, classifier.min_votes, classifier.min_share,
             method="embedding" if classifier.method == "embedding" else "logistic", embed=embed,
-            describe_weight=classifier.describe_weight)
+            describe_weight=classifier.describe_weight, instance_blind=classifier.instance_blind)
         self.retired = RetiredVoters(load_archived)
         self._bucket_of: dict[str, Bucket] = {}
         self._counts: dict[Bucket, int] = dict.fromkeys(BUCKETS, 0)
@@ -132,7 +140,7 @@ class RecallIndex:
             self.lexical.add(rec.id, rec.embed_text, bucket)
         if rec.kind is Kind.EPISODE:  # without a task_type (not learnt from) the classifier forgets the record
             learnt = learns_from(self.learn_from, rec.outcome)
-            self.classifier.add(rec.id, rec.embed_text, rec.task_type if learnt else None,
+            self.classifier.add(rec.id, stored_request(rec), rec.task_type if learnt else None,
                                 rec.created_at.timestamp(), tools=(rec.attrs or {}).get("tools", ()))
         if bucket is Bucket.ARCHIVE:
             return

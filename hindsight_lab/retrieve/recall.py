@@ -19,10 +19,9 @@ from typing import Any, Mapping
 import numpy as np
 
 from ..config import RetrievalConfig
-from ..trace.summary import key_request
 from ..types import RECALLED, Bucket, Kind, MemoryRecord
 from .classify import learns_from
-from .index import RecallIndex
+from .index import RecallIndex, stored_request
 from .paths import infer_task_type
 
 
@@ -151,8 +150,7 @@ def _nearest_runs(out: Candidates, n: int) -> list[tuple[tuple[str, ...], float]
 def _request_types(out: Candidates, index: RecallIndex) -> None:
     """The type the classifier gives each candidate episode's own request (rules and candidates: None)."""
     episodes = [i for i, r in enumerate(out.records) if r.kind is Kind.EPISODE]
-    types = index.classifier.intents([key_request(out.records[i].key) if out.records[i].key
-                                      else out.records[i].content for i in episodes])
+    types = index.classifier.intents([stored_request(out.records[i]) for i in episodes])
     out.intents = [None] * len(out.records)
     for i, t in zip(episodes, types):
         out.intents[i] = t

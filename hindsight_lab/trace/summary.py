@@ -117,6 +117,7 @@ def key_request(key: str) -> str:
 
 _IDENT = re.compile(r"^(?=.*\d)[\w.@-]{4,64}$|^[A-Z][A-Z0-9]{2,9}$")
 _NAME = re.compile(r"(?<![.!?]\s)(?<!^)\b([A-Z][a-z]{2,})\b")
+_EMAIL = re.compile(r"[\w.+-]+@[\w-]+(?:\.[\w-]+)+")
 
 
 def instance_signature(episode: Episode, max_items: int = 16) -> tuple[str, ...]:
@@ -141,6 +142,22 @@ def instance_signature(episode: Episode, max_items: int = 16) -> tuple[str, ...]
     text = episode.instruction
     found.update(m.lower() for m in _NAME.findall(text))
     found.update(re.findall(r"\b\d+\b", text))
+    return tuple(sorted(found)[:max_items])
+
+
+def request_signature(text: str, max_items: int = 16) -> tuple[str, ...]:
+    """What a request alone says it is about: its capitalised words (not opening a sentence), its numbers and its
+    identifier-like words (a digit in them, a short all-caps code, an e-mail address), lower-cased, sorted. The
+    text half of :func:`instance_signature`, with the identifiers a request names itself (a query has no tool
+    calls yet); compare two with :func:`same_instance`.
+
+    Examples:
+        >>> request_signature("Hi, I am Mia Li (user mia_li_3668, mia@li.org): refund order #4821, not XK93.")
+        ('4821', 'mia', 'mia@li.org', 'mia_li_3668', 'xk93')
+    """
+    found = {m.lower() for m in _NAME.findall(text)} | set(re.findall(r"\b\d+\b", text))
+    found.update(w.strip(".-").lower() for w in re.findall(r"[\w.@-]+", text) if _IDENT.match(w.strip(".-")))
+    found.update(m.lower() for m in _EMAIL.findall(text))
     return tuple(sorted(found)[:max_items])
 
 

@@ -244,3 +244,100 @@ def test_a_store_with_many_types_of_few_examples_fits_without_sklearn_warnings()
         warnings.simplefilter("error")
         label, share = clf.predict("please handle request number 3 about item 3")
     assert 0.0 < share <= 1.0
+
+
+CANCELS = ["Cancel order 318 for Dana Wu in Lyon before it ships",
+           "Stop the purchase of Eve Moss from Oslo, order 992, she changed her mind",
+           "Please cancel the chair on order 4410 for Finn Hale"]
+LURE = "Cancel the blue lamp on order 6120 for Gina Park in Rome, it is no longer needed"
+REFUND_LIKE_THE_LURE = "Refund the blue lamp on order 6120 for Gina Park in Rome, it is broken"
+
+
+def _with_a_lure(instance_blind: bool) -> TaskTypeClassifier:
+    """Refunds and cancellations of other customers, and one cancellation (the lure) worded like the query."""
+    clf = TaskTypeClassifier(min_votes=1, min_share=0.0, instance_blind=instance_blind)
+    for i, text in enumerate(REFUNDS):
+        clf.add(f"r{i}", text, "refund", float(i))
+    for i, text in enumerate(CANCELS):
+        clf.add(f"c{i}", text, "cancel", float(i))
+    clf.add("lure", LURE, "cancel", 9.0)
+    return clf
+
+
+def test_instance_blind_types_a_query_without_the_requests_about_its_instance():
+    # the query shares the lure's words and its customer, order and city: read with the lure, it is a cancellation
+    assert _with_a_lure(False).predict(REFUND_LIKE_THE_LURE)[0] == "cancel"  # the control
+    blind = _with_a_lure(True)
+    assert blind.predict(REFUND_LIKE_THE_LURE)[0] == "refund"
+    # the same wording about another customer leaves nothing out: the lure is then another instance's request,
+    # and it is the wording that decides, as without instance_blind
+    other = REFUND_LIKE_THE_LURE.replace("6120", "7777").replace("Gina Park", "Hugo Lind").replace("Rome", "Oslo")
+    assert blind.probabilities(other) == _with_a_lure(False).probabilities(other)
+    assert blind.predict(other)[0] == "cancel"
+    # after a change the models fitted without some examples are fitted again, not reused
+    blind.add("c9", "Please cancel the kettle on order 5150 for Ines Roy", "cancel", 10.0)
+    again = _with_a_lure(True)
+    again.add("c9", "Please cancel the kettle on order 5150 for Ines Roy", "cancel", 10.0)
+    assert blind.probabilities(REFUND_LIKE_THE_LURE) == again.probabilities(REFUND_LIKE_THE_LURE)
+    assert blind.probabilities(REFUND_LIKE_THE_LURE) != _with_a_lure(True).probabilities(REFUND_LIKE_THE_LURE)
+
+
+def test_instance_blind_keeps_the_requests_about_its_instance_that_ask_what_it_asks():
+    # read without the instance, the lure asks for a cancellation and the retry for a refund, as the query does:
+    # the lure is left out, the retry kept
+    blind = _with_a_lure(True)
+    retry = "Give the money back for the blue lamp on order 6120, Gina Park in Rome says it is broken"
+    blind.add("retry", retry, "refund", 10.0)
+    without_the_lure = _with_a_lure(False)
+    without_the_lure.remove("lure")
+    without_the_lure.add("retry", retry, "refund", 10.0)
+    assert blind.probabilities(REFUND_LIKE_THE_LURE) == without_the_lure.probabilities(REFUND_LIKE_THE_LURE)
+    left_out_too = _with_a_lure(False)
+    left_out_too.remove("lure")
+    assert blind.probabilities(REFUND_LIKE_THE_LURE) != left_out_too.probabilities(REFUND_LIKE_THE_LURE)
+
+
+def test_instance_blind_learns_what_a_same_request_about_the_instance_came_to():
+    # an earlier run of the query's request ended in a refusal (what that instance needed), although its words ask
+    # for a cancellation like other instances' requests: it asks what the query asks, so it is kept and the query
+    # is read as a refusal, as without instance_blind
+    def trained(instance_blind: bool) -> TaskTypeClassifier:
+        clf = TaskTypeClassifier(min_votes=1, min_share=0.0, instance_blind=instance_blind)
+        for i, text in enumerate(REFUNDS):
+            clf.add(f"r{i}", text, "refund", float(i))
+        for i, text in enumerate(CANCELS):
+            clf.add(f"c{i}", text, "cancel", float(i))
+        clf.add("earlier", "Please cancel the blue lamp on order 6120 for Gina Park in Rome", "refused", 9.0)
+        return clf
+
+    query = "I would like to cancel the blue lamp on order 6120 for Gina Park in Rome"
+    assert trained(False).predict(query)[0] == "refused"  # the control
+    assert trained(True).predict(query)[0] == "refused"
+    assert trained(True).probabilities(query) == trained(False).probabilities(query)
+
+
+def test_the_classifier_learns_a_stored_request_without_its_tools_line():
+    # a query is a request alone: the classifier learns the requests as the store keys them, less the tool names
+    # (those teach it through each type's description)
+    cfg, mem = _refunds_and_addresses("logistic")
+    assert cfg.episode.key == "request_tools"
+    texts = [text for examples in mem.index_.classifier._by_type.values() for _, text in examples.values()]
+    assert len(texts) == 6 and not any("Tools:" in t or "issue_refund" in t for t in texts)
+
+
+def test_search_types_the_query_instance_blind_when_configured():
+    cfg = LabConfig().with_params({"retrieval.classifier.method": "logistic", "retrieval.classifier.min_share": 0.0,
+                                   "retrieval.classifier.min_votes": 1})
+    mem = MemorySystem(cfg, store=InMemoryStore(), embedder=HashingEmbedder(dim=256)).open()
+    for i, text in enumerate(REFUNDS):
+        mem.write_episode(episode(f"r{i}", text, REFUND_TOOLS), now=T0 + timedelta(hours=i))
+    for i, text in enumerate([*CANCELS, LURE]):
+        mem.write_episode(episode(f"c{i}", text, CANCEL_TOOLS), now=T0 + timedelta(hours=3 + i))
+
+    def inferred(config: LabConfig) -> str | None:
+        return MemorySystem(config, store=mem.store, embedder=mem.embedder).open().search(
+            REFUND_LIKE_THE_LURE, now=T0 + timedelta(days=1)).task_type
+
+    assert inferred(cfg) == "cancel_order"  # the control
+    assert inferred(cfg.with_params({"retrieval.classifier.instance_blind": True})) == "issue_refund"
+

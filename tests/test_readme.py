@@ -538,6 +538,15 @@ README_MAP: list[tuple[str, tuple[str, ...] | Instead]] = [
     (r"replay tau-bench-airline-dev --no-mlflow --config experiments/configs/lure-resistant-intent\.yaml",
      Instead("the full-size development split, fetched or beside the checkout; the suite replays the sample and "
              "tests the request typing", ("tests/replay/test_replay.py", "tests/retrieve/test_classify.py"))),
+    (r"lures --seeds 0,1,2,3,4 --systems hindsight --config experiments/configs/lure-resistant-instance-blind\.yaml",
+     Instead("minutes: 5 seeds × 60 lure pairs, each replayed in fresh stores",
+             ("tests/replay/test_lures.py", "tests/retrieve/test_classify.py"))),
+    (r"replay tau-bench-airline-dev --no-mlflow --config experiments/configs/lure-resistant-instance-blind\.yaml",
+     Instead("the full-size development split, fetched or beside the checkout; the suite replays the sample and "
+             "tests the instance-blind typing", ("tests/replay/test_replay.py", "tests/retrieve/test_classify.py"))),
+    (r"live --systems hindsight --seeds 0,1,2,3,4,5,6,7,8,9 --config "
+     r"experiments/configs/lure-resistant-instance-blind\.yaml",
+     Instead("minutes: 10 seeds × 240 tasks of the live environment", ("tests/replay/test_live.py",))),
     (r"lures --seeds 0,1,2 \[--systems dense,hindsight\] \[--config FILE\]",
      Instead("minutes: 3 seeds × 60 lure pairs, each replayed in fresh stores", ("tests/replay/test_lures.py",))),
     (r"conflicts --store memory-store --png conflicts\.png",

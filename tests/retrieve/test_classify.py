@@ -253,14 +253,15 @@ LURE = "Cancel the blue lamp on order 6120 for Gina Park in Rome, it is no longe
 REFUND_LIKE_THE_LURE = "Refund the blue lamp on order 6120 for Gina Park in Rome, it is broken"
 
 
-def _with_a_lure(instance_blind: bool) -> TaskTypeClassifier:
-    """Refunds and cancellations of other customers, and one cancellation (the lure) worded like the query."""
+def _with_a_lure(instance_blind: bool, lure: str = LURE, lure_type: str = "cancel") -> TaskTypeClassifier:
+    """Refunds and cancellations of other customers, and one request (``lure``, a cancellation unless said
+    otherwise) about the query's customer, order and city."""
     clf = TaskTypeClassifier(min_votes=1, min_share=0.0, instance_blind=instance_blind)
     for i, text in enumerate(REFUNDS):
         clf.add(f"r{i}", text, "refund", float(i))
     for i, text in enumerate(CANCELS):
         clf.add(f"c{i}", text, "cancel", float(i))
-    clf.add("lure", LURE, "cancel", 9.0)
+    clf.add("lure", lure, lure_type, 9.0)
     return clf
 
 
@@ -302,13 +303,8 @@ def test_instance_blind_learns_what_a_same_request_about_the_instance_came_to():
     # for a cancellation like other instances' requests: it asks what the query asks, so it is kept and the query
     # is read as a refusal, as without instance_blind
     def trained(instance_blind: bool) -> TaskTypeClassifier:
-        clf = TaskTypeClassifier(min_votes=1, min_share=0.0, instance_blind=instance_blind)
-        for i, text in enumerate(REFUNDS):
-            clf.add(f"r{i}", text, "refund", float(i))
-        for i, text in enumerate(CANCELS):
-            clf.add(f"c{i}", text, "cancel", float(i))
-        clf.add("earlier", "Please cancel the blue lamp on order 6120 for Gina Park in Rome", "refused", 9.0)
-        return clf
+        return _with_a_lure(instance_blind, "Please cancel the blue lamp on order 6120 for Gina Park in Rome",
+                            "refused")
 
     query = "I would like to cancel the blue lamp on order 6120 for Gina Park in Rome"
     assert trained(False).predict(query)[0] == "refused"  # the control

@@ -122,6 +122,7 @@ class TaskTypeClassifier:
         self._instance: dict[str, tuple[str, ...]] = {}  # id → signature of its request (``instance_blind``)
         self._vectors: dict[str, Any] = {}  # masked text or description → embedding (``embedding``)
         self._asked: dict[str, Any] = {}  # masked text of a stored record asked about → embedding (:meth:`intents`)
+        self._last_query: tuple[list[str], Any] = ([], None)  # the last masked query and its embedding
         self._model: Any = None
         self._blind: dict[frozenset[str], Any] = {}  # ids left out → model fitted without them (``instance_blind``)
         self._dirty = False
@@ -245,6 +246,7 @@ class TaskTypeClassifier:
         """Drop the memoised embeddings (the embedding model changed); the next prediction refits."""
         self._vectors.clear()
         self._asked.clear()
+        self._last_query = ([], None)
         self._dirty = True
 
     def description(self, task_type: str) -> str:
@@ -252,12 +254,15 @@ class TaskTypeClassifier:
         return describe_tools(t for rid in self._by_type.get(task_type, ()) for t in self._tools[rid])
 
     def _vectorise(self, texts: Sequence[str], memo: bool = True) -> Any:
-        """Embeddings of ``texts``; training texts are memoised (``memo``), queries are not."""
+        """Embeddings of ``texts``; training texts are memoised (``memo``), queries are not, but for the last one
+        (instance-blind typing reads a query under two models)."""
         import numpy as np
 
         assert self._embed is not None
         if not memo:
-            return np.asarray(self._embed(list(texts)), dtype=np.float64)
+            if self._last_query[0] != list(texts):
+                self._last_query = (list(texts), np.asarray(self._embed(list(texts)), dtype=np.float64))
+            return self._last_query[1]
         new = sorted({t for t in texts if t not in self._vectors})
         if new:
             self._vectors.update(zip(new, self._embed(new)))

@@ -75,24 +75,27 @@ def run_sweep(args: argparse.Namespace) -> int:
 def print_sweep(result: "SweepResult", top: int) -> None:
     import pandas as pd
 
-    from ..sweep.live import METRICS as LIVE_METRICS
+    from ..sweep.spec import SEEDED_TERMS
 
     label = result.spec.objective.label
-    live = [f"dev.live.{m}" for m in LIVE_METRICS]
-    cols = ["number", *result.spec.fields, "cv.mean", "cv.se", "dev.ndcg@5", *live, "dev.tokens_median"]
+    seeded = [f"{mode}.{m}" for mode, term in SEEDED_TERMS.items() for m in term.METRICS]
+    cols = ["number", *result.spec.fields, "cv.mean", "cv.se", "dev.ndcg@5", *(f"dev.{c}" for c in seeded),
+            "dev.tokens_median"]
     with pd.option_context("display.width", 200, "display.max_columns", 30, "display.precision", 4):
         print(f"\ntop {top} of {len(result.trials)} trials (by {label}, cross-validated by task on dev):")
         print(result.top(top)[[c for c in cols if c in result.trials]].to_string(index=False))
         print("\n" + selection_text(result.selection))
         heads = [f"{s}.{m}" for s in ("dev", "test")
-                 for m in ("objective", "ndcg@5", "hit@5", "recall@10", "live.final_quarter", "tokens_median")]
-        # objective: when declared; live.final_quarter: with a live section
+                 for m in ("objective", "ndcg@5", "hit@5", "recall@10", "live.final_quarter", "lures.right_first",
+                           "tokens_median")]
+        # objective: when declared; live.final_quarter, lures.right_first: with a live or lures section
         print("\nbase, chosen, best and baselines (test scored once, here):")
         print(result.comparison[[c for c in heads if c in result.comparison]].to_string())
     t = result.timing
     print(f"\ntiming: load {t['load_s']:.1f} s, replays for the cache {t['capture_s']:.1f} s, evaluation "
           f"{t['eval_s']:.2f} s ({len(result.trials)} trials), baselines {t['baselines_s']:.1f} s, MLflow "
-          f"{t['mlflow_s']:.1f} s" + (f", live environment {t['live_s']:.1f} s" if "live_s" in t else ""))
+          f"{t['mlflow_s']:.1f} s" + (f", live environment {t['live_s']:.1f} s" if "live_s" in t else "")
+          + (f", lures {t['lures_s']:.1f} s" if "lures_s" in t else ""))
     if result.parent_run_id:
         print(f"MLflow parent run {result.parent_run_id}; chosen trial run {result.chosen_run_id or '— (the base)'}")
 

@@ -5,8 +5,8 @@ beats it by more than the best of N would by luck.
 Every search over configs goes through it: the samplers of a sweep spec, and the ``list`` sampler for configs
 found any other way (``configs:`` in the spec, or :func:`~.run.run_sweep` on such a spec from Python). Any config
 field may differ between candidates: fast fields are scored from one cached replay, the others through one replay
-per group of candidates that share them (:mod:`.trials`), and a live term by running the live environment with each
-candidate (:mod:`.live`). The objective is the spec's, declared before the search.
+per group of candidates that share them (:mod:`.trials`), and a seeded term by running its environment (the live
+environment, the lures) with each candidate (:mod:`.seeded`). The objective is the spec's, declared before the search.
 """
 
 from __future__ import annotations
@@ -17,7 +17,7 @@ from typing import Any, Mapping, Sequence
 import numpy as np
 
 from ..config import LabConfig
-from .live import LiveTerm
+from .seeded import SeededTerm
 from .select import distance_to_base, select, selection_holdout
 from .spec import SweepSpec
 from .trials import SweepData, budgeted, joint_design, joint_groups, score_batch
@@ -39,10 +39,10 @@ def base_params(spec: SweepSpec, base: LabConfig) -> dict[str, Any]:
 
 def choose(spec: SweepSpec, base: LabConfig, ok_rows: Sequence[Mapping[str, Any]], items: Mapping[int, np.ndarray],
            datasets: Sequence[SweepData], timing: dict[str, float], show_progress: bool,
-           live: LiveTerm | None = None) -> Choice:
+           seeded: Sequence[SeededTerm] = ()) -> Choice:
     """Score the base config as a candidate, then choose among it and the valid trials (module docstring)."""
     base_vals = base_params(spec, base)
-    scored = score_batch(spec, base, [(-1, base_vals)], datasets, timing, show_progress, live)
+    scored = score_batch(spec, base, [(-1, base_vals)], datasets, timing, show_progress, seeded)
     if -1 not in scored.items:
         raise ValueError(f"the base config cannot be scored: {scored.rows[0].get('error')}")
     numbers = [int(r["number"]) for r in ok_rows]
@@ -51,8 +51,8 @@ def choose(spec: SweepSpec, base: LabConfig, ok_rows: Sequence[Mapping[str, Any]
     # a trial of the list sampler sets only some of the fields: the others keep the base config's value
     params = [base_vals] + [{f: r.get(f, base_vals[f]) for f in spec.fields} for r in ok_rows]
     distance = distance_to_base(params, base_vals, spec.ranges)
-    folds, weights = joint_design(datasets, live)
-    groups = joint_groups(datasets, live)
+    folds, weights = joint_design(datasets, seeded)
+    groups = joint_groups(datasets, seeded)
     s = spec.selection
     sel = select(sign * values, groups, folds, base=0, distance=distance, level=s.level, n_null=s.null_draws,
                  seed=spec.seed, weights=weights)

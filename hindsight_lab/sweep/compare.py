@@ -11,10 +11,9 @@ import numpy as np
 
 from ..config import LabConfig
 from ..replay.report import HEADLINE, METRICS
-from .live import MODE as LIVE
-from .live import LiveTerm
 from .result import SPLITS
-from .spec import SweepSpec
+from .seeded import SeededTerm
+from .spec import SEEDED_TERMS, SweepSpec
 from .trials import SweepData, evaluator, group_key
 
 if TYPE_CHECKING:
@@ -22,12 +21,12 @@ if TYPE_CHECKING:
 
 
 def compare(spec: SweepSpec, named: dict[str, LabConfig], datasets: Sequence[SweepData],
-            timing: dict[str, float], baselines: bool, live: LiveTerm | None = None
+            timing: dict[str, float], baselines: bool, seeded: Sequence[SeededTerm] = ()
             ) -> tuple["pd.DataFrame", dict[str, Any]]:
     """The ``named`` configs (``base``, ``chosen``, ``best``) from the evaluator, the baselines from a replay; the
-    intervals of the named configs. With a ``live`` term, every row also has ``<split>.live.<metric>`` (the mean
-    over the split's seeds; the baselines run side by side in the same environment), and its objective the live
-    part."""
+    intervals of the named configs. With ``seeded`` terms (the live environment, the lures), every row also has
+    ``<split>.<mode>.<metric>`` (the mean over the split's seeds; each term's baselines run side by side in the same
+    environment), and its objective each term's part."""
     import pandas as pd
 
     from ..metrics import bootstrap_ci
@@ -50,13 +49,13 @@ def compare(spec: SweepSpec, named: dict[str, LabConfig], datasets: Sequence[Swe
             frames = [ev.summary(ids) for ev, ids in items]
             for col in frames[0].columns:
                 row[f"{s}.{col}"] = float(np.mean([f.loc[0, col] for f in frames]))
-            live_means = _live_means(live, cfg, s, timing)
-            row.update({f"{s}.{k}": v for k, v in live_means.items()})
+            seeded_means = [(term, _seeded_means(term, cfg, s, timing)) for term in seeded]
+            for _, means in seeded_means:
+                row.update({f"{s}.{k}": v for k, v in means.items()})
             if spec.objective.label not in METRICS:  # a mode's metric or a declared combination: its value too
                 row[f"{s}.objective"] = float(np.mean([objective_value(spec, d, cfg, d.split[s], timing)
                                                        for d in datasets if d.split[s]]))
-                if live is not None and live_means:
-                    row[f"{s}.objective"] += live.objective(live_means)
+                row[f"{s}.objective"] += sum(term.objective(means) for term, means in seeded_means if means)
             if len(items) == 1:
                 ev, ids = items[0]
                 intervals[name][s] = {m: list(bootstrap_ci(ev.per_query(0, m, ids), ev.groups, seed=spec.seed))
@@ -65,12 +64,12 @@ def compare(spec: SweepSpec, named: dict[str, LabConfig], datasets: Sequence[Swe
     if baselines:
         t = time.perf_counter()
         rows.update(replay_baselines(spec, datasets))
-        if live is not None:
+        for term in seeded:
             for s in SPLITS:
-                for name, means in live.baseline_means(named["base"], s).items():
+                for name, means in term.baseline_means(named["base"], s).items():
                     rows.setdefault(name, {}).update({f"{s}.{k}": v for k, v in means.items()})
                     if f"{s}.objective" in rows[name]:
-                        rows[name][f"{s}.objective"] += live.objective(means)
+                        rows[name][f"{s}.objective"] += term.objective(means)
         timing["baselines_s"] = time.perf_counter() - t
     return pd.DataFrame.from_dict(rows, orient="index"), intervals
 
@@ -94,18 +93,16 @@ def objective_value(spec: SweepSpec, d: SweepData, cfg: LabConfig, ids: Sequence
 
 def _weighted(spec: SweepSpec, mean_of: Callable[[str, str], float | None]) -> float:
     """The objective's weighted sum of ``mean_of(mode, metric)`` over the replays' terms, leaving out a term whose
-    mode has no queries (the live term is added apart: :meth:`~.live.LiveTerm.objective`)."""
+    mode has no queries (a seeded term is added apart: :meth:`~.seeded.SeededTerm.objective`)."""
     return sum(w * m for mode, metric, w in spec.objective.build().terms
-               if mode != LIVE and (m := mean_of(mode, metric)) is not None)
+               if mode not in SEEDED_TERMS and (m := mean_of(mode, metric)) is not None)
 
 
-def _live_means(live: LiveTerm | None, cfg: LabConfig, split: str, timing: dict[str, float]) -> dict[str, float]:
-    """``live.<metric>`` of ``cfg`` on the split's seeds (empty without a live term or without the split's seeds)."""
-    if live is None:
-        return {}
+def _seeded_means(term: SeededTerm, cfg: LabConfig, split: str, timing: dict[str, float]) -> dict[str, float]:
+    """``<mode>.<metric>`` of ``cfg`` on the split's seeds of a seeded term (empty without the split's seeds)."""
     t = time.perf_counter()
-    out = live.means(cfg, split)
-    timing["live_s"] = timing.get("live_s", 0.0) + time.perf_counter() - t
+    out = term.means(cfg, split)
+    timing[f"{term.MODE}_s"] = timing.get(f"{term.MODE}_s", 0.0) + time.perf_counter() - t
     return out
 
 

@@ -1,11 +1,13 @@
-"""Live runs kept on disk, so that a sweep stopped part way (a crash, Ctrl-C, a reboot) starts again where it stopped.
+"""Live runs (and lure runs) kept on disk, so that a sweep stopped part way (a crash, Ctrl-C, a reboot) starts again
+where it stopped.
 
 A run of the live environment is deterministic given its config, seed, task count and top k, and the code that runs
-it; a sweep with a live term makes one run per (candidate, dev seed), an hour or more on a small machine. Each run's
+it; a sweep with a live term makes one run per (candidate, dev seed), an hour or more on a small machine. The same
+holds for a seed of the lexical lures (:mod:`.lures`), kept in the same folder under keys of their own. Each run's
 summary is written to a file of its own as soon as it is made, named by a digest of everything the run depends on:
 
 - the hindsight config (every field, :meth:`~hindsight_lab.config.LabConfig.flat`), the seed, the systems run side
-  by side, the task count and top k;
+  by side, the task count (pair count) and top k, and the environment (``live`` or ``lures``);
 - :func:`code_fingerprint`: the package's own source files and the versions of the libraries whose numbers enter a
   run (numpy, torch, sentence-transformers, chromadb, scikit-learn).
 
@@ -73,10 +75,11 @@ class LiveRunStore:
         return cls(home() / "cache" / "live")
 
     @staticmethod
-    def key(config: str, *, seed: int, systems: Sequence[str], tasks: int, top_k: int) -> str:
-        """The digest of a run: ``config`` (the config's fields as sorted JSON), the run's settings and the code."""
+    def key(config: str, *, seed: int, systems: Sequence[str], tasks: int, top_k: int, mode: str = "live") -> str:
+        """The digest of a run: ``config`` (the config's fields as sorted JSON), the run's settings (``tasks``: its
+        size, the lures' pairs for a ``lures`` run), the environment (``mode``) and the code."""
         what = {"config": config, "seed": int(seed), "systems": list(systems), "tasks": int(tasks),
-                "top_k": int(top_k), "code": code_fingerprint()}
+                "top_k": int(top_k), "mode": mode, "code": code_fingerprint()}
         return hashlib.sha256(json.dumps(what, sort_keys=True).encode()).hexdigest()[:32]
 
     def path(self, key: str) -> Path:

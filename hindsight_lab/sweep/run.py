@@ -22,10 +22,9 @@ from ..errors import ConfigError
 from .compare import compare
 from .mlflow_log import git_commit, log_sweep, with_provenance
 from .result import SPLITS, SweepResult
-from .live import LiveTerm
 from .live_runs import LiveRunStore
 from .samplers import ListSampler, make_sampler
-from .spec import SweepSpec
+from .spec import SEEDED_TERMS, SweepSpec
 from .choose import choose
 from .trials import best_trial, budgeted, dataset_hash, load_datasets, score_batch, split_queries
 
@@ -40,7 +39,8 @@ def run_sweep(spec: SweepSpec, *, trials: int | None = None, embedder: Any = Non
               echo: Callable[[str], None] | None = None, live_runs: LiveRunStore | None = None) -> SweepResult:
     """Run ``spec`` (``trials`` overrides its count), choose the config to export (:mod:`.select`), compare it with
     the base config and the baselines on dev and, once, on test; log it all to MLflow unless told not to.
-    ``live_runs`` keeps the live environment's runs on disk, so a sweep run again after a stop does not redo them."""
+    ``live_runs`` keeps the runs of the live environment and of the lures on disk, so a sweep run again after a stop
+    does not redo them."""
     import pandas as pd
 
     say = echo or (lambda _msg: None)
@@ -57,9 +57,11 @@ def run_sweep(spec: SweepSpec, *, trials: int | None = None, embedder: Any = Non
     datasets = load_datasets(spec, base, embedder)
     timing["load_s"] = time.perf_counter() - t0
     folds = "/".join(str(int(d.design.folds.max()) + 1) for d in datasets if d.design is not None)
-    live = LiveTerm.build(spec.live, spec.objective.build(), embedder=datasets[0].embedder, seed=spec.seed,
-                          top_k=spec.top_k, store=live_runs, show_progress=show_progress,
-                          folds=max(int(d.design.folds.max()) + 1 for d in datasets if d.design is not None))
+    n_folds = max(int(d.design.folds.max()) + 1 for d in datasets if d.design is not None)
+    seeded = [t for mode, term in SEEDED_TERMS.items()
+              if (t := term.build(getattr(spec, mode), spec.objective.build(), embedder=datasets[0].embedder,
+                                  seed=spec.seed, top_k=spec.top_k, store=live_runs, show_progress=show_progress,
+                                  folds=n_folds)) is not None]
     sampler = make_sampler(spec)
     if isinstance(sampler, ListSampler):
         n_trials = min(n_trials, len(sampler))  # a grid or list has no more trials than it lists
@@ -67,7 +69,7 @@ def run_sweep(spec: SweepSpec, *, trials: int | None = None, embedder: Any = Non
         f"{spec.objective.direction} {spec.objective.label}, {folds}-fold by task on "
         f"{sum(len(d.split['dev']) for d in datasets)} dev queries; "
         f"{sum(len(d.split['test']) for d in datasets)} test queries kept for the end"
-        + (f"; live environment on seeds {live.seeds} (test seeds {live.test_seeds})" if live is not None else ""))
+        + "".join(f"; {t.MODE} on seeds {t.seeds} (test seeds {t.test_seeds})" for t in seeded))
 
     rows: list[dict[str, Any]] = []
     configs: dict[int, LabConfig] = {}
@@ -76,7 +78,7 @@ def run_sweep(spec: SweepSpec, *, trials: int | None = None, embedder: Any = Non
         batch = sampler.ask(min(spec.batch_size, n_trials - len(rows)))
         if not batch:
             break  # a grid or list ran out
-        scored = score_batch(spec, base, batch, datasets, timing, show_progress, live)
+        scored = score_batch(spec, base, batch, datasets, timing, show_progress, seeded)
         for (number, _), cfg, row in zip(batch, scored.configs, scored.rows):
             sampler.tell(number, row.get("cv.mean") if row["status"] == "ok" else None)
             if cfg is not None:
@@ -93,7 +95,7 @@ def run_sweep(spec: SweepSpec, *, trials: int | None = None, embedder: Any = Non
     best = best_trial(ok_rows, spec)["number"] if ok_rows else None
 
     t = time.perf_counter()
-    choice = choose(spec, base, ok_rows, items, datasets, timing, show_progress, live)
+    choice = choose(spec, base, ok_rows, items, datasets, timing, show_progress, seeded)
     timing["select_s"] = time.perf_counter() - t
     chosen_cfg = configs[choice.chosen] if choice.chosen is not None else base.with_params(budgeted({}, spec))
     named = {"base": base.with_params(budgeted({}, spec))}
@@ -101,7 +103,7 @@ def run_sweep(spec: SweepSpec, *, trials: int | None = None, embedder: Any = Non
         named["chosen"] = chosen_cfg
     if best is not None and best != choice.chosen:
         named["best"] = configs[best]
-    comparison, intervals = compare(spec, named, datasets, timing, baselines, live)
+    comparison, intervals = compare(spec, named, datasets, timing, baselines, seeded)
     result = SweepResult(spec, table, best, configs.get(best) if best is not None else None, comparison, intervals,
                          timing, dataset_hash(datasets), chosen=choice.chosen, chosen_config=chosen_cfg,
                          selection=choice.summary)

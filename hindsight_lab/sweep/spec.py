@@ -19,6 +19,7 @@ Example (``experiments/rerank_weights.yaml`` is the worked one)::
                                              # {metric: {ndcg@5: 0.7, transfer.ndcg@5: 0.3}}
     selection: {folds: 5, level: 0.05}       # cross-validation by task on dev, the guard against luck
     live: {seeds: [0, 1, 2, 3, 4], test_seeds: [5, 6]}   # with a live.final_quarter term in the objective
+    lures: {seeds: [0, 1, 2, 3, 4], test_seeds: [5, 6]}  # with a lures.right_first term in the objective
     space:
       retrieval.weights.semantic: {low: 0.0, high: 1.0}
       retrieval.min_relative_score: {values: [0.0, 0.6, 0.75]}
@@ -37,10 +38,14 @@ from ..errors import ConfigError
 from ..metrics.modes import MODES
 from ..replay.report import METRICS
 from .evaluate import is_fast
-from .live import METRICS as LIVE_METRICS
-from .live import MODE as LIVE
-from .live import LiveSpec
+from .live import LiveSpec, LiveTerm
+from .lures import LureSpec, LureTerm
 from .select import Objective
+
+
+#: The seeded environments an objective may name (``live.final_quarter``, ``lures.right_first``): the prefix of
+#: their metrics is also the spec's section naming their seeds, and their term class scores them.
+SEEDED_TERMS = {LiveTerm.MODE: LiveTerm, LureTerm.MODE: LureTerm}
 
 
 class _Strict(BaseModel):
@@ -206,6 +211,8 @@ class SweepSpec(_Strict):
     """Shared by every trial unless swept (default: the base config's)."""
     live: LiveSpec | None = None
     """The live environment's seeds, when the objective has a ``live.<metric>`` term."""
+    lures: LureSpec | None = None
+    """The lexical lures' seeds, when the objective has a ``lures.<metric>`` term."""
     mlflow: MlflowSpec = MlflowSpec()
 
     folder: Path = Field(Path("."), exclude=True)
@@ -245,21 +252,23 @@ class SweepSpec(_Strict):
         known = set(base.flat())
         for name in self.objective.build().metrics:
             mode, _, metric = name.rpartition(".")
-            if mode == LIVE:
-                if metric not in LIVE_METRICS:
-                    raise ConfigError(f"{source}: objective.metric: unknown live metric {name!r}; expected one of "
-                                      f"{[f'{LIVE}.{m}' for m in sorted(LIVE_METRICS)]}")
-                if self.live is None:
-                    raise ConfigError(f"{source}: objective.metric: {name!r} needs a live section naming the "
-                                      f"environment's seeds (live: {{seeds: [0, 1, 2, 3, 4]}})")
+            if mode in SEEDED_TERMS:
+                term = SEEDED_TERMS[mode]
+                if metric not in term.METRICS:
+                    raise ConfigError(f"{source}: objective.metric: unknown {mode} metric {name!r}; expected one of "
+                                      f"{[f'{mode}.{m}' for m in sorted(term.METRICS)]}")
+                if getattr(self, mode) is None:
+                    raise ConfigError(f"{source}: objective.metric: {name!r} needs a {mode} section naming its "
+                                      f"seeds ({mode}: {{seeds: [0, 1, 2, 3, 4]}})")
                 continue
             if metric not in METRICS or (mode and mode not in MODES):
                 raise ConfigError(f"{source}: objective.metric: unknown metric {name!r}; expected one of "
                                   f"{list(METRICS)}, optionally after a judging mode ({', '.join(MODES[1:])}), e.g. "
                                   f"'transfer.ndcg@5'")
-        if all(name.startswith(f"{LIVE}.") for name in self.objective.build().metrics):
-            raise ConfigError(f"{source}: objective.metric: name at least one replay metric beside the live ones "
-                              f"(e.g. {{ndcg@5: 1.0, live.final_quarter: 1.0}}): the datasets' tasks make the folds")
+        if all(name.rpartition(".")[0] in SEEDED_TERMS for name in self.objective.build().metrics):
+            raise ConfigError(f"{source}: objective.metric: name at least one replay metric beside the "
+                              f"{' and '.join(sorted(SEEDED_TERMS))} ones (e.g. {{ndcg@5: 1.0, live.final_quarter: "
+                              f"1.0}}): the datasets' tasks make the folds")
         for ds in self.datasets:
             try:
                 ds.files(self.folder)

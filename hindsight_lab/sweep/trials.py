@@ -20,10 +20,9 @@ from ..errors import ConfigError, NothingToDo
 from ..replay.report import EMPTY_QUERY_SET
 from .cache import EpisodeData, ReplayCache, capture, load_episode_data
 from .evaluate import FastEvaluator, is_fast, param_batch
-from .live import MODE as LIVE
-from .live import LiveTerm
+from .seeded import SeededTerm
 from .select import Objective, cv_scores, mean_se, task_folds
-from .spec import SweepSpec
+from .spec import SEEDED_TERMS, SweepSpec
 
 
 def split_queries(groups: Mapping[str, str], test_fraction: float, seed: int) -> dict[str, list[str]]:
@@ -65,7 +64,7 @@ class Design:
         task = {e.episode_id: e.task_id or e.episode_id for e in data.episodes}
         parts = []
         for mode, metric, w in objective.terms:
-            if mode == LIVE:  # not a replay's: the live term has items of its own (:mod:`.live`)
+            if mode in SEEDED_TERMS:  # not a replay's: a seeded term has items of its own (:mod:`.seeded`)
                 continue
             qs = [q for q in data.mode(mode).query_ids if q in dev_set]
             parts.append((mode, metric, w, qs))
@@ -173,9 +172,10 @@ class Scored:
 
 def score_batch(spec: SweepSpec, base: LabConfig, batch: Sequence[tuple[int, dict[str, Any]]],
                 datasets: Sequence[SweepData], timing: dict[str, float], show_progress: bool,
-                live: LiveTerm | None = None) -> Scored:
-    """Score a batch of trials on dev, every trial of a replay group evaluated in one batch; with a ``live`` term,
-    each trial also runs the live environment on its dev seeds (its items follow the replays')."""
+                seeded: Sequence[SeededTerm] = ()) -> Scored:
+    """Score a batch of trials on dev, every trial of a replay group evaluated in one batch; with ``seeded`` terms
+    (the live environment, the lures), each trial also runs each on its dev seeds (their items follow the
+    replays')."""
     configs: list[LabConfig | None] = []
     rows: list[dict[str, Any]] = []
     by_group: dict[str, list[int]] = {}
@@ -194,17 +194,18 @@ def score_batch(spec: SweepSpec, base: LabConfig, batch: Sequence[tuple[int, dic
     for key, idx in by_group.items():
         cfgs = [configs[i] for i in idx]
         means, values = _score_group(spec, key, cfgs, datasets, timing, show_progress)  # type: ignore[arg-type]
-        if live is not None and live.terms:
-            t = time.perf_counter()
-            values = np.concatenate([values, live.items(cfgs)], axis=0)
-            timing["live_s"] = timing.get("live_s", 0.0) + time.perf_counter() - t
+        for term in seeded:
+            if term.terms:
+                t = time.perf_counter()
+                values = np.concatenate([values, term.items(cfgs)], axis=0)
+                timing[f"{term.MODE}_s"] = timing.get(f"{term.MODE}_s", 0.0) + time.perf_counter() - t
         for j, i in enumerate(idx):
             rows[i].update(means[j])
-            if live is not None:
-                rows[i].update({f"dev.{LIVE}.{m}": float(live.values(cfgs[j], m, live.seeds).mean())
-                                for m, _ in live.terms})
+            for term in seeded:
+                rows[i].update({f"dev.{term.MODE}.{m}": float(term.values(cfgs[j], m, term.seeds).mean())
+                                for m, _ in term.terms})
             items[batch[i][0]] = values[:, j]
-    folds, weights = joint_design(datasets, live)
+    folds, weights = joint_design(datasets, seeded)
     for i, (number, _) in enumerate(batch):
         if number in items:
             rows[i].update(cv_columns(items[number], folds, weights, spec.objective.direction))
@@ -234,23 +235,25 @@ def _score_group(spec: SweepSpec, key: str, cfgs: Sequence[LabConfig], datasets:
     return means, np.concatenate(parts, axis=0)
 
 
-def joint_design(datasets: Sequence[SweepData], live: LiveTerm | None = None) -> tuple[np.ndarray, np.ndarray]:
+def joint_design(datasets: Sequence[SweepData], seeded: Sequence[SeededTerm] = ()
+                 ) -> tuple[np.ndarray, np.ndarray]:
     """The folds and weights of every dataset's objective items together: a fold is the union of the datasets'
-    folds of that number, each dataset's share of its score ``1 / datasets``; then the live term's items, if any
-    (their weights are not shared with the datasets: the live term adds to the replays' mean)."""
-    folds = np.concatenate([d.design.folds for d in datasets])  # type: ignore[union-attr]
-    weights = np.concatenate([d.design.weights / len(datasets) for d in datasets])  # type: ignore[union-attr]
-    if live is not None and live.terms:
-        folds, weights = np.concatenate([folds, live.item_folds]), np.concatenate([weights, live.item_weights])
-    return folds, weights
+    folds of that number, each dataset's share of its score ``1 / datasets``; then each seeded term's items, if any
+    (their weights are not shared with the datasets: a seeded term adds to the replays' mean)."""
+    folds = [d.design.folds for d in datasets]  # type: ignore[union-attr]
+    weights = [d.design.weights / len(datasets) for d in datasets]  # type: ignore[union-attr]
+    for term in seeded:
+        if term.terms:
+            folds.append(term.item_folds)
+            weights.append(term.item_weights)
+    return np.concatenate(folds), np.concatenate(weights)
 
 
-def joint_groups(datasets: Sequence[SweepData], live: LiveTerm | None = None) -> np.ndarray:
-    """Every objective item's task, named by its dataset too (tasks of two datasets never meet); a live item's
-    group is its seed."""
+def joint_groups(datasets: Sequence[SweepData], seeded: Sequence[SeededTerm] = ()) -> np.ndarray:
+    """Every objective item's task, named by its dataset too (tasks of two datasets never meet); a seeded term's
+    item's group is its seed, named by its term (``live:3``, ``lures:3``)."""
     parts = [np.array([f"{i}:{g}" for g in d.design.groups]) for i, d in enumerate(datasets)]  # type: ignore
-    if live is not None and live.terms:
-        parts.append(live.item_groups)
+    parts += [term.item_groups for term in seeded if term.terms]
     return np.concatenate(parts)
 
 

@@ -10,7 +10,6 @@ import pytest
 
 from hindsight_lab.config import LabConfig
 from hindsight_lab.sweep import SweepSpec
-from hindsight_lab.sweep import live as live_module
 from hindsight_lab.sweep.live import LiveTerm
 from hindsight_lab.sweep.live_runs import LiveRunStore, code_fingerprint
 
@@ -31,7 +30,7 @@ def test_the_key_names_everything_a_run_depends_on() -> None:
     other_config = json.dumps(LabConfig().with_params({"retrieval.weights.confidence": 0.2}).flat(), sort_keys=True,
                               default=str)
     changed = [_key(config=other_config), _key(seed=1), _key(systems=("none", "dense", "bm25")), _key(tasks=48),
-               _key(top_k=5)]
+               _key(top_k=5), _key(mode="lures")]
     assert len({base, *changed}) == 1 + len(changed)
     assert len(code_fingerprint()) == 16
 
@@ -69,7 +68,7 @@ def test_a_sweep_run_again_takes_its_live_runs_from_the_store(tmp_path: Path, mi
     def no_run(*_args, **_kwargs):
         raise AssertionError("a run kept in the store was made again")
 
-    monkeypatch.setattr(live_module, "_summary", no_run)
+    monkeypatch.setattr(LiveTerm, "runner", staticmethod(no_run))
     again = LiveTerm.build(spec.live, spec.objective.build(), embedder=minilm, folds=2, store=store)
     assert again.items(cfgs).tolist() == made.tolist()
     assert again.runs == first.runs

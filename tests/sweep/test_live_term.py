@@ -30,9 +30,9 @@ def _spec(**changes) -> dict:
 
 
 @pytest.mark.parametrize("changes, message", [
-    ({"live": None}, "'live.final_quarter' needs a live section naming the environment's seeds"),
+    ({"live": None}, "'live.final_quarter' needs a live section naming its seeds"),
     ({"objective": {"metric": {"ndcg@5": 1.0, "live.ndcg@5": 1.0}}}, "unknown live metric 'live.ndcg@5'"),
-    ({"objective": {"metric": "live.final_quarter"}}, "name at least one replay metric beside the live ones"),
+    ({"objective": {"metric": "live.final_quarter"}}, "name at least one replay metric beside the live and lures ones"),
     ({"live": {"seeds": [0, 1, 2], "test_seeds": [2, 5]}}, "seeds \\[2\\] are both dev and test seeds"),
     ({"live": {"seeds": [0]}}, "live.seeds"),
 ])
@@ -62,7 +62,7 @@ def test_a_seed_is_a_unit_and_a_fold_adds_the_mean_of_its_seeds(tmp_path: Path) 
         assert folds[:, f] == pytest.approx(0.5 * values[seeds].mean(axis=0))
     assert cv_scores(values, live.item_folds, live.item_weights).mean(axis=1) == pytest.approx(
         0.5 * values.mean(axis=0))
-    assert list(joint_groups([], live)) == [f"live:{s}" for s in range(6)]
+    assert list(joint_groups([], [live])) == [f"live:{s}" for s in range(6)]
 
 
 def test_a_sweep_with_a_live_term_scores_each_config_in_the_live_environment(tmp_path: Path, minilm) -> None:

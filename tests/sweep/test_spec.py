@@ -160,3 +160,20 @@ def test_default_selection_with_thirty_live_seeds_keeps_the_objective_and_reads_
     assert data["configs"][0] == {} and len(data["configs"]) < len(earlier["configs"])
     assert spec.live is not None and spec.live.seeds == [*range(10), *range(15, 35)] and spec.live.tasks == 240
     assert spec.live.test_seeds and not set(spec.live.test_seeds) & {*spec.live.seeds, *earlier["live"]["test_seeds"]}
+
+
+def test_default_selection_with_the_lures_keeps_the_live_30_design_and_reads_no_earlier_held_out_seed() -> None:
+    """The selection with the lures in the objective: the datasets, split, folds and live dev seeds of
+    default_selection_live_30.yaml, its objective plus the lure term at the same weight, the lure target's seeds
+    0-4 among the lure dev seeds, and test seeds that no earlier selection read."""
+    earlier, _ = _selection("default_selection_live_30.yaml")
+    data, spec = _selection("default_selection_lures.yaml")
+    for key in ("datasets", "split", "base", "sampler", "selection", "top_k"):
+        assert data[key] == earlier[key], key
+    assert spec.objective.build().weights == {**earlier["objective"]["metric"], "lures.right_first": 1.0}
+    assert data["configs"][0] == {}
+    assert spec.live is not None and spec.live.seeds == earlier["live"]["seeds"]
+    read = {*range(10, 15), *earlier["live"]["test_seeds"]}  # held-out seeds of the two earlier live selections
+    assert spec.live.test_seeds and not set(spec.live.test_seeds) & {*spec.live.seeds, *read}
+    assert spec.lures is not None and {0, 1, 2, 3, 4} <= set(spec.lures.seeds) and spec.lures.pairs == 60
+    assert spec.lures.test_seeds and not set(spec.lures.test_seeds) & set(spec.lures.seeds)

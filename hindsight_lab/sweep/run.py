@@ -58,9 +58,10 @@ def run_sweep(spec: SweepSpec, *, trials: int | None = None, embedder: Any = Non
     timing["load_s"] = time.perf_counter() - t0
     folds = "/".join(str(int(d.design.folds.max()) + 1) for d in datasets if d.design is not None)
     n_folds = max(int(d.design.folds.max()) + 1 for d in datasets if d.design is not None)
+    objective = spec.objective.build()
     seeded = [t for mode, term in SEEDED_TERMS.items()
-              if (t := term.build(getattr(spec, mode), spec.objective.build(), embedder=datasets[0].embedder,
-                                  seed=spec.seed, top_k=spec.top_k, store=live_runs, show_progress=show_progress,
+              if (t := term.build(getattr(spec, mode), objective, embedder=datasets[0].embedder, seed=spec.seed,
+                                  top_k=spec.top_k, store=live_runs, show_progress=show_progress,
                                   folds=n_folds)) is not None]
     sampler = make_sampler(spec)
     if isinstance(sampler, ListSampler):

@@ -17,7 +17,7 @@ class WeightsConfig(Section):
     """w1: cosine similarity to the query, clipped to [0, 1]."""
     lexical: float = Field(0.2, ge=0, json_schema_extra=affects(RECALL))
     """w2: BM25 score of the record's matched text for the query, over the best score in the store ([0, 1])."""
-    task_type: float = Field(0.2, ge=0, json_schema_extra=affects(RECALL))
+    task_type: float = Field(0.6, ge=0, json_schema_extra=affects(RECALL))
     """w3: 1 when the record's task_type equals the query's (given or inferred), else 0."""
     confidence: float = Field(0.05, ge=0, json_schema_extra=affects(RECALL))
     """w4: the record's confidence."""
@@ -29,11 +29,14 @@ class WeightsConfig(Section):
 
 class ClassifierConfig(Section):
     """The light task-type classifier used when a query comes without task_type, trained on stored episodes (each
-    labelled with the task type derived from its tools); it abstains when unsure."""
+    labelled with the task type derived from its tools); it abstains when unsure. The defaults (``embedding``,
+    ``successes``, ``intent``, ``instance_blind``, with a task-type weight of 0.6) are the config chosen by the
+    cross-validated selection ``experiments/default_selection_lures.yaml``; the earlier default, a ``knn`` vote
+    weighed 0.2, is ``experiments/configs/knn-default.yaml`` (README, "Choosing the default config")."""
 
     enabled: bool = Field(True, json_schema_extra=affects(RECALL))
     """Infer the query's task_type when the caller gives none."""
-    method: Literal["knn", "logistic", "embedding"] = Field("knn", json_schema_extra=affects(RECALL))
+    method: Literal["knn", "logistic", "embedding"] = Field("embedding", json_schema_extra=affects(RECALL))
     """``knn``: a similarity-weighted vote of the ``k`` nearest stored episodes (the vector path's neighbours);
     ``logistic``: logistic regression over TF-IDF of the stored instructions with names, places, numbers and
     e-mail addresses masked (:mod:`hindsight_lab.retrieve.classify`); ``embedding``: logistic regression over the
@@ -42,7 +45,7 @@ class ClassifierConfig(Section):
     similarity of whole instructions, names and numbers included; ``logistic`` and ``embedding`` see them masked,
     so a request about the same customer as another kind of task is not drawn to that task's type (the README's
     replay figures compare the methods)."""
-    learn_from: Literal["all", "successes"] = Field("all", json_schema_extra=affects(RECALL))
+    learn_from: Literal["all", "successes"] = Field("successes", json_schema_extra=affects(RECALL))
     """The stored episodes it learns from (``knn``: the neighbours that vote): ``all``, or only ``successes``. A
     failed run's derived task type is what its agent did, not what the task needed: where an agent's default path
     skips a step, its failures share one truncated type that can outvote the runs that succeeded (``successes``
@@ -57,9 +60,9 @@ class ClassifierConfig(Section):
     """``knn``: nearest episodes that vote."""
     min_votes: int = Field(2, ge=1, json_schema_extra=affects(RECALL))
     """Abstain unless the winning task_type has at least this many stored examples (``knn``: among the voters)."""
-    min_share: float = Field(0.5, ge=0, le=1, json_schema_extra=affects(RECALL))
+    min_share: float = Field(0.3, ge=0, le=1, json_schema_extra=affects(RECALL))
     """Abstain unless the winning task_type's probability (``knn``: share of the vote weight) is above this."""
-    intent: bool = Field(False, json_schema_extra=affects(RECALL))
+    intent: bool = Field(True, json_schema_extra=affects(RECALL))
     """``logistic``, ``embedding``: a stored episode also matches the query's task type when the classifier gives its
     own request (masked) that type, not only when its run derived it. The type a run derives is what its agent did;
     the request says what was wanted: a retry of the same request whose agent went another way still matches, a
@@ -71,7 +74,7 @@ class ClassifierConfig(Section):
     whose requests it does not type. A paraphrase the classifier cannot place is then not pushed down, while a
     request about the same names that surely wanted something else still is."""
 
-    instance_blind: bool = Field(False, json_schema_extra=affects(RECALL))
+    instance_blind: bool = Field(True, json_schema_extra=affects(RECALL))
     """``logistic``, ``embedding``: type a query without the stored requests about the same instance (the same
     names, numbers and identifiers) that asked for something else. Such a request shares the query's words whatever
     it asked, which is what makes a lexical lure; whether it asked the same is read without that instance, by the

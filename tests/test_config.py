@@ -12,8 +12,11 @@ from support import REPO
 def test_defaults_are_the_documented_values():
     cfg = LabConfig()
     w = cfg.retrieval.weights
-    assert w.model_dump() == dict(semantic=0.5, lexical=0.2, task_type=0.2, confidence=0.05, recency=0.05,
+    assert w.model_dump() == dict(semantic=0.5, lexical=0.2, task_type=0.6, confidence=0.05, recency=0.05,
                                   redundancy=0.1)
+    c = cfg.retrieval.classifier  # the config chosen by experiments/default_selection_lures.yaml
+    assert (c.method, c.learn_from, c.min_share, c.intent, c.intent_match, c.instance_blind) == (
+        "embedding", "successes", 0.3, True, "same", True)
     assert cfg.retrieval.min_relative_score == 0.0 and cfg.reflect.triggers.every_episode is False
     r = cfg.retrieval
     assert (r.top_k, r.path_depth, r.min_similarity, r.max_triggered, r.token_budget,
@@ -59,7 +62,7 @@ def test_with_params_dotted_and_kwargs_validates_the_whole():
         LabConfig().with_params({f"retrieval.weights.{t}": 0.0 for t in ("semantic", "lexical", "task_type",
                                                                           "confidence", "recency")})
     section = LabConfig().with_params({"retrieval.weights": {"semantic": 1.0}})
-    assert section.retrieval.weights.semantic == 1.0 and section.retrieval.weights.task_type == 0.2
+    assert section.retrieval.weights.semantic == 1.0 and section.retrieval.weights.task_type == 0.6
 
 
 def test_flat_lists_every_leaf():
@@ -97,7 +100,8 @@ def test_behaviour_only_export_keeps_marked_fields_and_provenance(tmp_path):
     ("retrieval: {top_k: 'many'}", "retrieval.top_k"),
     ("schema_version: 2", "schema_version"),
     ("retrieval: {top_k: 3", "not valid YAML"),
-    ("retrieval: {classifier: {intent_match: no_conflict}}", r"retrieval\.classifier.*intent_match.*intent: true"),
+    ("retrieval: {classifier: {intent: false, intent_match: no_conflict}}",
+     r"retrieval\.classifier.*intent_match.*intent: true"),
 ])
 def test_bad_yaml_names_the_file_and_field(tmp_path, text, match):
     path = tmp_path / "bad.yaml"

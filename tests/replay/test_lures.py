@@ -58,19 +58,22 @@ REPO = Path(__file__).resolve().parents[2]
 @pytest.mark.slow
 def test_lure_evaluation_on_more_than_fifty_pairs(minilm):
     """The article's lexical-lure case on real Chroma with the real MiniLM, one fresh store per pair, with the
-    default config and with ``experiments/configs/lure-resistant.yaml``.
+    earlier default (``experiments/configs/knn-default.yaml``), with ``experiments/configs/lure-resistant.yaml`` and
+    with today's default.
 
-    Measured when written (seed 0, 52 pairs): bm25 is lured on 52/52. With the default config hindsight injects the
+    Measured when written (seed 0, 52 pairs): bm25 is lured on 52/52. With the ``knn`` default hindsight injects the
     right memory first on 0/52: its task-type vote mostly abstains (the nearest instructions by MiniLM are the
-    lure's and its neighbours'), and even with the task type given, the default weights (semantic 0.5 + lexical 0.2
+    lure's and its neighbours'), and even with the task type given, its weights (semantic 0.5 + lexical 0.2
     against task_type 0.2) keep the lure first. The lure-resistant config (the embedding classifier, which also
     knows each task type by its tools' words, answering from a probability of 0.3, and task_type 0.6) injects it
-    first on 46/52. The assertions leave a margin below that figure; the project's target is 90 % (README)."""
+    first on 46/52, today's default (that, learnt from successes, with intent and instance-blind typing) on 47/52.
+    The assertions leave a margin below those figures; the project's target is 90 % (README)."""
     pairs = lure_pairs(generate("lures", n=52, seed=0))
     resistant = LabConfig.from_yaml(REPO / "experiments" / "configs" / "lure-resistant.yaml")
     summaries = {}
     # 52 fresh Chroma stores per config, in memory
-    for name, cfg in (("default", LabConfig()), ("lure-resistant", resistant)):
+    knn = LabConfig.from_yaml(REPO / "experiments" / "configs" / "knn-default.yaml")
+    for name, cfg in (("knn-default", knn), ("lure-resistant", resistant), ("default", LabConfig())):
         report = evaluate_lures(pairs, embedder=minilm, config=cfg)
         s = summaries[name] = report.summary()
         assert s["pairs"] == 52 and s["bm25_lure_first"] >= 50
@@ -83,8 +86,9 @@ def test_lure_evaluation_on_more_than_fifty_pairs(minilm):
                 assert r["right_rank"] is not None and (r["lure_rank"] is None or r["right_rank"] < r["lure_rank"])
             if r["first"] == "lure":
                 assert r["lure_rank"] is not None and (r["right_rank"] is None or r["lure_rank"] < r["right_rank"])
-    assert summaries["default"]["hindsight_right_first"] <= 0.1
+    assert summaries["knn-default"]["hindsight_right_first"] <= 0.1
     assert summaries["lure-resistant"]["hindsight_right_first"] >= 0.8
+    assert summaries["default"]["hindsight_right_first"] >= 0.85
     print(f"\nlure evaluation: {summaries}")
 
 

@@ -156,7 +156,8 @@ def test_with_intent_a_retry_whose_run_went_another_way_matches_the_query_type()
         row = [i for i, r in enumerate(res.candidates.records) if r.source_episode_ids == ("retry",)][0]
         return res.task_type, float(res.candidates.raw["task_type"][row])
 
-    assert task_type_term(cfg) == ("update_address", 0.0)  # by its derived type, not a match (the control)
+    control = cfg.with_params({"retrieval.classifier.intent": False})
+    assert task_type_term(control) == ("update_address", 0.0)  # by its derived type, not a match
     assert task_type_term(cfg.with_params({"retrieval.classifier.intent": True})) == ("update_address", 1.0)
 
 
@@ -334,6 +335,6 @@ def test_search_types_the_query_instance_blind_when_configured():
         return MemorySystem(config, store=mem.store, embedder=mem.embedder).open().search(
             REFUND_LIKE_THE_LURE, now=T0 + timedelta(days=1)).task_type
 
-    assert inferred(cfg) == "cancel_order"  # the control
+    assert inferred(cfg.with_params({"retrieval.classifier.instance_blind": False})) == "cancel_order"  # the control
     assert inferred(cfg.with_params({"retrieval.classifier.instance_blind": True})) == "issue_refund"
 

@@ -122,14 +122,17 @@ def _selection(name: str) -> tuple[dict, SweepSpec]:
 
 
 def test_default_selection_spec_declares_its_objective_and_valid_candidates() -> None:
-    """The default's selection spec (issue 19): every candidate is a valid change of the default config, the
-    default itself is one of them, and the objective weighs the three judging modes alike, fixed in the file."""
+    """The default's selection spec (issue 19): every candidate is a valid change of the default it started from
+    (``configs/knn-default.yaml``, which the lure selection replaced), that default itself is one of them, and the
+    objective weighs the three judging modes alike, fixed in the file."""
     data, spec = _selection("default_selection.yaml")
     assert [d["name"] for d in data["datasets"]] == ["tau-bench-airline-dev", "tau2-telecom-cross-dev",
                                                      "tau2-airline-cross-dev"]
     assert spec.sampler == "list" and {} in spec.configs
     assert spec.objective.build().weights == {"ndcg@5": 1.0, "transfer.ndcg@5": 1.0, "outcome.ndcg@5": 1.0}
-    assert spec.base_config() == LabConfig()
+    knn = LabConfig.from_yaml(REPO / "experiments" / "configs" / "knn-default.yaml")
+    assert spec.base_config() == knn != LabConfig()
+    assert (knn.retrieval.classifier.method, knn.retrieval.weights.task_type) == ("knn", 0.2)
     bad = {**data, "datasets": [{"name": "tau-bench-airline-sample"}],
            "configs": [*data["configs"], {"retrieval.weights.confidence": -1}]}
     with pytest.raises(ConfigError, match=rf"configs\[{len(data['configs'])}\]"):

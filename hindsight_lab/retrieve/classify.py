@@ -318,6 +318,21 @@ class TaskTypeClassifier:
             if not left_out:  # forget the vectors of texts no longer trained on
                 live = set(texts)
                 self._vectors = {t: v for t, v in self._vectors.items() if t in live}
-            return LogisticRegression(C=10.0, max_iter=1000).fit(self._vectorise(texts), labels, sample_weight=weights)
+            features = self._vectorise(texts)
+            model = LogisticRegression(C=10.0, max_iter=1000)
+            _start_from(model, self._model, labels, features.shape[1])
+            return model.fit(features, labels, sample_weight=weights)
         return make_pipeline(TfidfVectorizer(ngram_range=(1, 2), sublinear_tf=True, lowercase=True),
                              LogisticRegression(C=10.0, max_iter=1000)).fit(texts, labels)
+
+
+def _start_from(model: Any, start: Any, labels: Sequence[str], n_features: int) -> None:
+    """Start ``model``'s solver from ``start``'s solution when both know the same types in the same embedding space:
+    the model of the whole training set, for one without a few examples (instance-blind typing) or with a few more
+    (a refit after a write). The loss is convex, so the optimum is the same; from a neighbouring one the solver needs
+    a few iterations instead of hundreds."""
+    if (start is None or list(getattr(start, "classes_", ())) != sorted(set(labels))
+            or getattr(start, "n_features_in_", None) != n_features):
+        return
+    model.set_params(warm_start=True)
+    model.coef_, model.intercept_ = start.coef_.copy(), start.intercept_.copy()

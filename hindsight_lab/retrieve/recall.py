@@ -148,8 +148,9 @@ def _nearest_runs(out: Candidates, n: int) -> list[tuple[tuple[str, ...], float]
 
 
 def _request_types(out: Candidates, index: RecallIndex) -> None:
-    """The type the classifier gives each candidate episode's own request (rules and candidates: None)."""
-    episodes = [i for i, r in enumerate(out.records) if r.kind is Kind.EPISODE]
+    """The type the classifier gives each candidate episode's own request (rules and candidates: None). An episode
+    whose run derived the query's type matches it whatever its request says, so its request is not typed (None)."""
+    episodes = [i for i, r in enumerate(out.records) if r.kind is Kind.EPISODE and r.task_type != out.task_type]
     types = index.classifier.intents([stored_request(out.records[i]) for i in episodes])
     out.intents = [None] * len(out.records)
     for i, t in zip(episodes, types):

@@ -338,3 +338,42 @@ def test_search_types_the_query_instance_blind_when_configured():
     assert inferred(cfg.with_params({"retrieval.classifier.instance_blind": False})) == "cancel_order"  # the control
     assert inferred(cfg.with_params({"retrieval.classifier.instance_blind": True})) == "issue_refund"
 
+
+
+def test_a_model_without_a_few_examples_starts_from_the_whole_sets_and_reaches_the_same_optimum():
+    # instance-blind typing fits a model without the requests about the query's instance; it starts from the whole
+    # set's solution (warm start), which must change the iterations, not the model
+    import numpy as np
+
+    embed = HashingEmbedder(dim=256).embed
+    warm = _embedding_classifier(embed, REFUND_TOOLS, CANCEL_TOOLS)
+    left_out = frozenset({"r0", "c1"})
+    full, without = warm._fitted(), warm._model_without(left_out)
+    cold = TaskTypeClassifier(min_votes=1, min_share=0.0, method="embedding", embed=embed)
+    for i, text in enumerate(PAID_BACK):
+        if f"r{i}" not in left_out:
+            cold.add(f"r{i}", text, "refund_type", float(i), tools=REFUND_TOOLS)
+    for i, text in enumerate(CALLED_OFF):
+        if f"c{i}" not in left_out:
+            cold.add(f"c{i}", text, "cancel_type", float(i), tools=CANCEL_TOOLS)
+    reference = cold._fitted()  # nothing to start from: a cold fit of the same examples
+    texts = [*PAID_BACK, *CALLED_OFF, "Alice Chen in Denver wants a refund for order 9911"]
+    features = warm._vectorise([mask_entities(t) for t in texts])
+    assert np.allclose(without.predict_proba(features), reference.predict_proba(features), atol=2e-3)
+    assert not np.allclose(without.predict_proba(features), full.predict_proba(features), atol=2e-3)  # it refitted
+    assert without.n_iter_[0] < reference.n_iter_[0]
+
+
+def test_intent_types_only_the_requests_whose_run_derived_another_type(monkeypatch):
+    # an episode whose run derived the query's type matches it whatever its request says: its request is not typed
+    cfg, mem = _refunds_and_addresses("logistic")
+    mem = MemorySystem(cfg.with_params({"retrieval.classifier.intent": True}), store=mem.store,
+                       embedder=mem.embedder).open()
+    clf = mem.index_.classifier
+    asked: list[str] = []
+    typed = clf.intents
+    monkeypatch.setattr(clf, "intents", lambda texts: asked.extend(texts) or typed(texts))
+    res = mem.search("Alice Chen in Denver wants a refund for order 9911", now=T0 + timedelta(days=1))
+    assert res.task_type == "issue_refund"
+    assert asked and all(t in ADDRESSES for t in asked), asked  # the address changes only, not the refunds
+    assert [h.scores.task_type for h in res.hits if h.record.task_type == "issue_refund"] == [1.0] * 3

@@ -584,6 +584,9 @@ README_MAP: list[tuple[str, tuple[str, ...] | Instead]] = [
     (r"bench --sizes 10000,100000 --queries 100 --write-n 500 --postgres postgresql\+embedded://pg-bench",
      Instead("10k and 100k episodes on Chroma and on Postgres: many minutes; the suite runs a tiny size on its own "
              "embedded Postgres", ("tests/test_bench.py",))),
+    (r"bench --sizes 10000,100000 --queries 100 --write-n 500",
+     Instead("10k and 100k episodes: many minutes (the suite runs the same measures at a tiny size)",
+             ("tests/test_bench.py",))),
     (r"replay \.\./shared/datasets/tau-bench/gpt-4o-airline\.dev\.json --no-mlflow "
      r"--set store\.url=postgresql\+embedded://pg-replay",
      Instead("the full-size development split beside the checkout; the suite replays the sample on its own embedded "

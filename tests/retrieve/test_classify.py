@@ -339,7 +339,6 @@ def test_search_types_the_query_instance_blind_when_configured():
     assert inferred(cfg.with_params({"retrieval.classifier.instance_blind": True})) == "issue_refund"
 
 
-
 def test_a_model_without_a_few_examples_starts_from_the_whole_sets_and_reaches_the_same_optimum():
     # instance-blind typing fits a model without the requests about the query's instance; it starts from the whole
     # set's solution (warm start), which must change the iterations, not the model
@@ -349,13 +348,9 @@ def test_a_model_without_a_few_examples_starts_from_the_whole_sets_and_reaches_t
     warm = _embedding_classifier(embed, REFUND_TOOLS, CANCEL_TOOLS)
     left_out = frozenset({"r0", "c1"})
     full, without = warm._fitted(), warm._model_without(left_out)
-    cold = TaskTypeClassifier(min_votes=1, min_share=0.0, method="embedding", embed=embed)
-    for i, text in enumerate(PAID_BACK):
-        if f"r{i}" not in left_out:
-            cold.add(f"r{i}", text, "refund_type", float(i), tools=REFUND_TOOLS)
-    for i, text in enumerate(CALLED_OFF):
-        if f"c{i}" not in left_out:
-            cold.add(f"c{i}", text, "cancel_type", float(i), tools=CANCEL_TOOLS)
+    cold = _embedding_classifier(embed, REFUND_TOOLS, CANCEL_TOOLS)
+    for rid in left_out:
+        cold.remove(rid)
     reference = cold._fitted()  # nothing to start from: a cold fit of the same examples
     texts = [*PAID_BACK, *CALLED_OFF, "Alice Chen in Denver wants a refund for order 9911"]
     features = warm._vectorise([mask_entities(t) for t in texts])

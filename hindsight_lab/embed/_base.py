@@ -112,13 +112,32 @@ class BaseEmbedder(ABC):
             return [self.embed_query(t) for t in check_texts(input, "embed_query(input=...)")]
         if not isinstance(text, str):
             raise TypeError(f"embed_query() takes one text (str), got {type(text).__name__}; use embed() for many")
+        return self._query_cache().get_or_compute(text, lambda t: self.embed([t])[0])
+
+    def embed_query_with(self, text: str, others: Sequence[str]) -> tuple[np.ndarray, np.ndarray]:
+        """``embed_query(text)`` and ``embed(others)`` in one encoder pass when the query is not cached (a search
+        that also reads the query's masked text pays for one pass, not two)."""
+        others = check_texts(others, "embed_query_with(others=...)")
+        if not isinstance(text, str):
+            raise TypeError(f"embed_query_with() takes one text (str), got {type(text).__name__}")
+        rest: list[np.ndarray] = []
+
+        def both(t: str) -> np.ndarray:
+            vectors = self.embed([t, *others])
+            rest.append(vectors[1:])
+            return vectors[0]
+
+        q = self._query_cache().get_or_compute(text, both)
+        return q, (rest[0] if rest else self.embed(others))
+
+    def _query_cache(self) -> QueryCache:
         if self._cache is None:
             size = self.query_cache_size
             if isinstance(size, bool) or not isinstance(size, int) or size < 0:
                 raise ConfigError(f"{type(self).__name__}: query_cache_size must be an integer >= 0 "
                                   f"(0 disables the cache), got {size!r}")
             self._cache = QueryCache(size)
-        return self._cache.get_or_compute(text, lambda t: self.embed([t])[0])
+        return self._cache
 
     def cache_info(self) -> CacheInfo:
         """Hits, misses, maxsize and current size of the query cache."""

@@ -38,6 +38,8 @@ Examples:
 from __future__ import annotations
 
 import re
+from dataclasses import dataclass
+from functools import cached_property
 from typing import Any, Callable, Iterable, Sequence
 
 from ..trace.summary import request_signature, same_instance
@@ -125,6 +127,7 @@ class TaskTypeClassifier:
         self._last_query: tuple[list[str], Any] = ([], None)  # the last masked query and its embedding
         self._model: Any = None
         self._blind: dict[frozenset[str], Any] = {}  # ids left out → model fitted without them (``instance_blind``)
+        self._design: _Design | None = None  # the rows of the last whole-set ``embedding`` fit
         self._dirty = False
 
     def __len__(self) -> int:
@@ -183,6 +186,20 @@ class TaskTypeClassifier:
         probs = model.predict_proba(self._vectorise([masked], memo=memo) if self.method == "embedding"
                                     else [masked])[0]
         return {str(t): float(p) for t, p in zip(model.classes_, probs)}
+
+    def query_text(self, query: str) -> str | None:
+        """The text whose embedding typing ``query`` reads (its masked text), or None when it reads none (``logistic``,
+        or fewer than two types stored). A caller that embeds the query can embed this in the same encoder pass
+        and hand it over with :meth:`remember_query`."""
+        if self.method != "embedding" or len(self._by_type) <= 1:
+            return None
+        return mask_entities(query)
+
+    def remember_query(self, text: str, vector: Any) -> None:
+        """Use ``vector`` as the embedding of :meth:`query_text`'s ``text`` at the next prediction."""
+        import numpy as np
+
+        self._last_query = ([text], np.asarray(vector, dtype=np.float64).reshape(1, -1))
 
     def _left_out(self, query: str) -> frozenset[str]:
         """The stored examples left out when ``query`` is typed (none unless ``instance_blind``): those about the
@@ -247,6 +264,7 @@ class TaskTypeClassifier:
         self._vectors.clear()
         self._asked.clear()
         self._last_query = ([], None)
+        self._design = None
         self._dirty = True
 
     def description(self, task_type: str) -> str:
@@ -301,29 +319,88 @@ class TaskTypeClassifier:
         from sklearn.linear_model import LogisticRegression
         from sklearn.pipeline import make_pipeline
 
+        if self.method == "embedding":
+            if not left_out or self._design is None:
+                self._design = self._embedded_design()
+            features, labels, weights = self._design.without(left_out)
+            model = LogisticRegression(C=10.0, max_iter=1000)
+            _start_from(model, self._model, labels, features.shape[1])
+            return model.fit(features, labels, sample_weight=weights)
         texts, labels = [], []
         for task_type, examples in self._by_type.items():
             kept = [text for rid, (_, text) in examples.items() if rid not in left_out]
             texts += kept
             labels += [task_type] * len(kept)
-        if self.method == "embedding":
-            weights = [1.0] * len(texts)
-            if self.describe_weight > 0:
-                for task_type in dict.fromkeys(labels):
-                    described = self.description(task_type)
-                    if described:
-                        texts.append(described)
-                        labels.append(task_type)
-                        weights.append(self.describe_weight)
-            if not left_out:  # forget the vectors of texts no longer trained on
-                live = set(texts)
-                self._vectors = {t: v for t, v in self._vectors.items() if t in live}
-            features = self._vectorise(texts)
-            model = LogisticRegression(C=10.0, max_iter=1000)
-            _start_from(model, self._model, labels, features.shape[1])
-            return model.fit(features, labels, sample_weight=weights)
         return make_pipeline(TfidfVectorizer(ngram_range=(1, 2), sublinear_tf=True, lowercase=True),
                              LogisticRegression(C=10.0, max_iter=1000)).fit(texts, labels)
+
+    def _embedded_design(self) -> _Design:
+        """The whole training set's rows for ``embedding``: each stored example's masked text, then each type's tool
+        description (weight ``describe_weight``); the embeddings of texts no longer trained on are forgotten."""
+        import numpy as np
+
+        ids: list[str | None] = []
+        texts: list[str] = []
+        labels: list[str] = []
+        for task_type, examples in self._by_type.items():
+            ids += list(examples)
+            texts += [text for _, text in examples.values()]
+            labels += [task_type] * len(examples)
+        weights = [1.0] * len(texts)
+        if self.describe_weight > 0:
+            for task_type in self._by_type:
+                described = self.description(task_type)
+                if described:
+                    ids.append(None)
+                    texts.append(described)
+                    labels.append(task_type)
+                    weights.append(self.describe_weight)
+        live = set(texts)
+        self._vectors = {t: v for t, v in self._vectors.items() if t in live}
+        return _Design(ids, self._vectorise(texts), np.asarray(labels), np.asarray(weights))
+
+
+@dataclass(frozen=True)
+class _Design:
+    """The rows an ``embedding`` model is fitted on: ``ids`` (a stored example's, or None for a type's tool
+    description), their features, labels and sample weights. A model without a few examples fits on the same rows
+    without theirs, so their embeddings are stacked once per change of the training set, not once per fit."""
+
+    ids: list[str | None]
+    features: Any
+    labels: Any
+    weights: Any
+
+    @cached_property
+    def _rows(self) -> dict[str, int]:
+        return {rid: i for i, rid in enumerate(self.ids) if rid is not None}
+
+    @cached_property
+    def _described(self) -> dict[str, tuple[int, int]]:
+        """Type → (row of its description, number of its examples)."""
+        counts: dict[str, int] = {}
+        for rid, label in zip(self.ids, self.labels):
+            if rid is not None:
+                counts[str(label)] = counts.get(str(label), 0) + 1
+        return {str(label): (i, counts.get(str(label), 0))
+                for i, (rid, label) in enumerate(zip(self.ids, self.labels)) if rid is None}
+
+    def without(self, left_out: frozenset[str]) -> tuple[Any, Any, Any]:
+        """Features, labels and weights without the rows of ``left_out``, and without the description of a type
+        none of whose examples is kept (the rows otherwise in the same order as the whole set's)."""
+        if not left_out:
+            return self.features, self.labels, self.weights
+        import numpy as np
+
+        drop = [self._rows[rid] for rid in left_out if rid in self._rows]
+        gone: dict[str, int] = {}
+        for i in drop:
+            gone[str(self.labels[i])] = gone.get(str(self.labels[i]), 0) + 1
+        drop += [row for label, n in gone.items() for row, total in [self._described.get(label, (-1, 0))]
+                 if row >= 0 and n == total]
+        keep = np.ones(len(self.ids), dtype=bool)
+        keep[drop] = False
+        return self.features[keep], self.labels[keep], self.weights[keep]
 
 
 def _start_from(model: Any, start: Any, labels: Sequence[str], n_features: int) -> None:

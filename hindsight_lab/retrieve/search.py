@@ -73,7 +73,7 @@ class Searcher:
                query_embedding: np.ndarray | None = None) -> tuple[SearchResult, Candidates]:
         """Recall, rerank and fit to the budget; ``working`` (L1) records are injected first. Returns the result
         and the recall candidates (their ``triggered`` rules count for decay whether injected or not)."""
-        q = self.embedder.embed_query(query) if query_embedding is None else self._checked(query_embedding)
+        q = self._embedded(query, cfg, task_type) if query_embedding is None else self._checked(query_embedding)
         cands = recall(self.store, self.index, q, query, cfg, task_type=task_type, domain=domain, overlay=overlay)
         add_partners(cands, self.store, self.index.bucket_of, q, domain, overlay)  # flagged rivals come along
         shown = shown_records(cands.records, self.index.bucket_of)  # flagged records carry their conflict mark
@@ -101,6 +101,18 @@ class Searcher:
                               injection, working=[ordered[j] for j in kept if j < len(working)],
                               n_candidates=len(cands), candidates=detail)
         return result, cands
+
+    def _embedded(self, query: str, cfg: RetrievalConfig, task_type: str | None) -> np.ndarray:
+        """The query's embedding; when the classifier will type the query by its masked text, that text is
+        embedded in the same encoder pass (an embedder without ``embed_query_with`` leaves it to the classifier)."""
+        both = getattr(self.embedder, "embed_query_with", None)
+        typed = task_type is None and cfg.classifier.enabled and cfg.classifier.method == "embedding"
+        masked = self.index.classifier.query_text(query) if typed and both is not None else None
+        if masked is None:
+            return self.embedder.embed_query(query)
+        q, (vector,) = both(query, [masked])
+        self.index.classifier.remember_query(masked, vector)
+        return q
 
     def _checked(self, q: np.ndarray) -> np.ndarray:
         vec = np.asarray(q, dtype=np.float32).ravel()

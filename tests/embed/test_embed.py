@@ -230,3 +230,25 @@ def test_make_embedder_sentence_transformers_passes_params():
 def test_make_embedder_rejects_bad_names(name):
     with pytest.raises(ConfigError, match="hashing|non-empty"):
         make_embedder(name)
+
+
+def test_embed_query_with_embeds_the_query_and_the_others_in_one_pass_through_the_cache():
+    class Counting(HashingEmbedder):
+        def embed(self, texts):
+            self.passes.append(list(texts))
+            return super().embed(texts)
+
+    emb = Counting(dim=64, query_cache_size=4)
+    emb.passes = []
+    q, others = emb.embed_query_with("lost baggage", ["lost <name>", "where is it"])
+    assert emb.passes == [["lost baggage", "lost <name>", "where is it"]]  # one pass
+    np.testing.assert_array_equal(q, HashingEmbedder(dim=64).embed(["lost baggage"])[0])
+    np.testing.assert_array_equal(others, HashingEmbedder(dim=64).embed(["lost <name>", "where is it"]))
+    # the query went into the cache: the next time only the others are embedded
+    again, _ = emb.embed_query_with("lost baggage", ["lost <name>"])
+    assert emb.passes[1:] == [["lost <name>"]] and emb.cache_info().hits == 1
+    np.testing.assert_array_equal(again, q)
+    np.testing.assert_array_equal(emb.embed_query("lost baggage"), q)
+    assert len(emb.passes) == 2  # a hit: no pass
+    with pytest.raises(TypeError, match="one text"):
+        emb.embed_query_with(["lost baggage"], [])

@@ -372,3 +372,46 @@ def test_intent_types_only_the_requests_whose_run_derived_another_type(monkeypat
     assert res.task_type == "issue_refund"
     assert asked and all(t in ADDRESSES for t in asked), asked  # the address changes only, not the refunds
     assert [h.scores.task_type for h in res.hits if h.record.task_type == "issue_refund"] == [1.0] * 3
+
+
+def test_a_model_without_a_few_examples_fits_on_the_whole_sets_rows_without_theirs():
+    # the rows of the whole set are stacked once; a model without a few examples drops their rows, and the tool
+    # description of a type none of whose examples is kept
+    import numpy as np
+
+    embed = HashingEmbedder(dim=256).embed
+    clf = _embedding_classifier(embed, REFUND_TOOLS, CANCEL_TOOLS)
+    clf.add("x0", "Book a table for two at the harbour restaurant", "book_type", 9.0, tools=["book_table"])
+    clf._fitted()
+    every_cancel = frozenset(f"c{i}" for i in range(len(CALLED_OFF)))
+    features, labels, weights = clf._design.without(every_cancel | {"r0"})
+    assert sorted(set(labels)) == ["book_type", "refund_type"]  # the cancel type's description went too
+    assert len(labels) == (len(PAID_BACK) - 1) + 1 + 2 and list(weights).count(clf.describe_weight) == 2
+    # the same model as one fitted from scratch on a classifier that never stored them
+    fresh = _embedding_classifier(embed, REFUND_TOOLS, CANCEL_TOOLS)
+    fresh.add("x0", "Book a table for two at the harbour restaurant", "book_type", 9.0, tools=["book_table"])
+    for rid in every_cancel | {"r0"}:
+        fresh.remove(rid)
+    probe = clf._vectorise([mask_entities("Refund the cracked mug of order 12")])
+    without, reference = clf._model_without(every_cancel | {"r0"}), fresh._fitted()
+    assert list(without.classes_) == list(reference.classes_) == ["book_type", "refund_type"]
+    assert np.allclose(without.predict_proba(probe), reference.predict_proba(probe), atol=2e-3)
+
+
+def test_search_embeds_the_masked_query_in_the_querys_encoder_pass():
+    _, mem = _refunds_and_addresses("embedding")
+    passes: list[list[str]] = []
+    embed = mem.embedder.embed
+    mem.embedder.embed = lambda texts: passes.append(list(texts)) or embed(texts)
+    query = "Alice Chen in Denver wants a refund for order 9911"
+    res = mem.search(query, now=T0 + timedelta(days=1))
+    reading = [p for p in passes if query in p or mask_entities(query) in p]
+    assert reading == [[query, mask_entities(query)]]  # one pass for both (the others: the stored requests)
+    assert (res.task_type, res.task_type_source) == ("issue_refund", "inferred")
+    clf = mem.index_.classifier
+    n = len(passes)
+    assert clf.predict(query) == (res.task_type, res.task_type_share)  # read from the vector handed over
+    assert len(passes) == n
+    # the same type and probability as a classifier that embeds the masked query itself
+    clf.forget_vectors()
+    assert clf.predict(query) == (res.task_type, res.task_type_share)

@@ -122,6 +122,7 @@ class TaskTypeClassifier:
         self._tools: dict[str, tuple[str, ...]] = {}  # id → tools its episode called
         self._type_of: dict[str, str] = {}
         self._instance: dict[str, tuple[str, ...]] = {}  # id → signature of its request (``instance_blind``)
+        self._naming: dict[str, set[str]] = {}  # an item of a signature → ids whose signature has it
         self._vectors: dict[str, Any] = {}  # masked text or description → embedding (``embedding``)
         self._asked: dict[str, Any] = {}  # masked text of a stored record asked about → embedding (:meth:`intents`)
         self._last_query: tuple[list[str], Any] = ([], None)  # the last masked query and its embedding
@@ -146,20 +147,29 @@ class TaskTypeClassifier:
         self._tools[record_id] = tuple(tools)
         if self.instance_blind:
             self._instance[record_id] = request_signature(text)
+            for item in self._instance[record_id]:
+                self._naming.setdefault(item, set()).add(record_id)
         if len(examples) > self.max_per_type:
             oldest = min(examples, key=lambda rid: examples[rid][0])
             del examples[oldest], self._type_of[oldest], self._tools[oldest]
-            self._instance.pop(oldest, None)
+            self._forget_instance(oldest)
         self._dirty = True
 
     def remove(self, record_id: str) -> None:
         task_type = self._type_of.pop(record_id, None)
         if task_type is not None:
             del self._by_type[task_type][record_id], self._tools[record_id]
-            self._instance.pop(record_id, None)
+            self._forget_instance(record_id)
             if not self._by_type[task_type]:
                 del self._by_type[task_type]
             self._dirty = True
+
+    def _forget_instance(self, record_id: str) -> None:
+        for item in self._instance.pop(record_id, ()):
+            ids = self._naming[item]
+            ids.discard(record_id)
+            if not ids:
+                del self._naming[item]
 
     def predict(self, query: str) -> tuple[str | None, float]:
         """``(task_type, probability)``, or ``(None, probability of the best)`` when it abstains."""
@@ -207,7 +217,8 @@ class TaskTypeClassifier:
         if not self.instance_blind or not self._instance:
             return frozenset()
         sig = request_signature(query)
-        same = frozenset(rid for rid, other in self._instance.items() if same_instance(sig, other))
+        sharing = set().union(*(self._naming.get(item, ()) for item in sig))  # the others share nothing with it
+        same = frozenset(rid for rid in sharing if same_instance(sig, self._instance[rid]))
         if not same:
             return same
         asked = self._decide(self._probabilities(query, same), same)

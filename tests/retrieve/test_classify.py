@@ -415,3 +415,18 @@ def test_search_embeds_the_masked_query_in_the_querys_encoder_pass():
     # the same type and probability as a classifier that embeds the masked query itself
     clf.forget_vectors()
     assert clf.predict(query) == (res.task_type, res.task_type_share)
+
+
+def test_instance_blind_forgets_the_instance_of_a_removed_or_evicted_request():
+    # the requests about the query's instance are found through the items of their signatures; a request removed,
+    # or evicted as its type's oldest, is no longer found
+    blind = _with_a_lure(True)
+    assert blind._left_out(REFUND_LIKE_THE_LURE) == {"lure"}
+    blind.remove("lure")
+    assert blind._left_out(REFUND_LIKE_THE_LURE) == frozenset()
+    assert all("lure" not in ids for ids in blind._naming.values())
+    small = TaskTypeClassifier(max_per_type=1, min_votes=1, min_share=0.0, instance_blind=True)
+    small.add("old", LURE, "cancel", 1.0)
+    small.add("new", "Please cancel the kettle on order 5150 for Ines Roy", "cancel", 2.0)  # evicts "old"
+    assert small._left_out(REFUND_LIKE_THE_LURE) == frozenset()
+    assert set().union(*small._naming.values()) == {"new"}

@@ -38,13 +38,11 @@ Examples:
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
-from functools import cached_property
 from typing import Any, Callable, Iterable, Sequence
 
 from ..trace.summary import request_signature, same_instance
+from .fitrows import C, FitRows, start_from
 
-_C = 10.0  # the logistic regression's inverse regularisation strength (weak: the classes are few and far apart)
 _EMAIL = re.compile(r"\b[\w.+-]+@[\w-]+(?:\.[\w-]+)+\b")
 _WITH_DIGIT = re.compile(r"\b\w*\d\w*\b")
 _WORD = re.compile(r"[A-Za-z][\w'’-]*")
@@ -129,7 +127,7 @@ class TaskTypeClassifier:
         self._last_query: tuple[list[str], Any] = ([], None)  # the last masked query and its embedding
         self._model: Any = None
         self._blind: dict[frozenset[str], Any] = {}  # ids left out → model fitted without them (``instance_blind``)
-        self._design: _Design | None = None  # the rows of the last whole-set ``embedding`` fit
+        self._design: FitRows | None = None  # the rows of the last whole-set ``embedding`` fit
         self._dirty = False
 
     def __len__(self) -> int:
@@ -336,8 +334,8 @@ class TaskTypeClassifier:
             if not left_out or self._design is None:
                 self._design = self._embedded_design()
             features, labels, weights = self._design.without(left_out)
-            model = LogisticRegression(C=_C, max_iter=1000)
-            _start_from(model, self._model, labels, features.shape[1])
+            model = LogisticRegression(C=C, max_iter=1000)
+            start_from(model, self._model, labels, features.shape[1])
             return model.fit(features, labels, sample_weight=weights)
         texts, labels = [], []
         for task_type, examples in self._by_type.items():
@@ -345,9 +343,9 @@ class TaskTypeClassifier:
             texts += kept
             labels += [task_type] * len(kept)
         return make_pipeline(TfidfVectorizer(ngram_range=(1, 2), sublinear_tf=True, lowercase=True),
-                             LogisticRegression(C=_C, max_iter=1000)).fit(texts, labels)
+                             LogisticRegression(C=C, max_iter=1000)).fit(texts, labels)
 
-    def _embedded_design(self) -> _Design:
+    def _embedded_design(self) -> FitRows:
         """The whole training set's rows for ``embedding``: each stored example's masked text, then each type's tool
         description (weight ``describe_weight``); the embeddings of texts no longer trained on are forgotten."""
         import numpy as np
@@ -370,100 +368,4 @@ class TaskTypeClassifier:
                     weights.append(self.describe_weight)
         live = set(texts)
         self._vectors = {t: v for t, v in self._vectors.items() if t in live}
-        return _Design(ids, self._vectorise(texts), np.asarray(labels), np.asarray(weights))
-
-
-@dataclass(frozen=True)
-class _Design:
-    """The rows an ``embedding`` model is fitted on: ``ids`` (a stored example's, or None for a type's tool
-    description), their features, labels and sample weights. A model without a few examples fits on the same rows
-    without theirs, so their embeddings are stacked once per change of the training set, not once per fit."""
-
-    ids: list[str | None]
-    features: Any
-    labels: Any
-    weights: Any
-
-    @cached_property
-    def _rows(self) -> dict[str, int]:
-        return {rid: i for i, rid in enumerate(self.ids) if rid is not None}
-
-    @cached_property
-    def _examples(self) -> dict[str, int]:
-        """Type → number of its example rows."""
-        counts: dict[str, int] = {}
-        for rid, label in zip(self.ids, self.labels):
-            if rid is not None:
-                counts[str(label)] = counts.get(str(label), 0) + 1
-        return counts
-
-    @cached_property
-    def _described(self) -> dict[str, tuple[int, int]]:
-        """Type → (row of its description, number of its examples)."""
-        return {str(label): (i, self._examples.get(str(label), 0))
-                for i, (rid, label) in enumerate(zip(self.ids, self.labels)) if rid is None}
-
-    def settles(self, model: Any, left_out: frozenset[str]) -> bool:
-        """Whether ``model``, fitted on every row, already solves the fit without ``left_out`` to the solver's own
-        tolerance: the gradient of that fit's objective at ``model``'s solution is within ``model.tol``, where
-        L-BFGS stops before its first step (a fit started from it returns it unchanged). A few rows out of
-        thousands seldom move it; out of a few dozen they do. sklearn's objective: the weighted mean of the log
-        losses plus ``|W|² / (2 C S)``, ``S`` the rows' total weight."""
-        import numpy as np
-
-        drop = [self._rows[rid] for rid in left_out if rid in self._rows]
-        gone: dict[str, int] = {}
-        for i in drop:
-            gone[str(self.labels[i])] = gone.get(str(self.labels[i]), 0) + 1
-        if not drop or any(n >= self._examples[label] for label, n in gone.items()):
-            return False  # nothing left out, or a type left out whole: another set of classes
-        weighted, grad_w, grad_b = self._sums(model)
-        total = float(self.weights.sum() - self.weights[drop].sum())
-        grad_w = (grad_w - weighted[drop].T @ self.features[drop] + model.coef_ / _C) / total
-        grad_b = (grad_b - weighted[drop].sum(axis=0)) / total
-        return max(float(np.abs(grad_w).max()), float(np.abs(grad_b).max())) <= model.tol
-
-    def _sums(self, model: Any) -> tuple[Any, Any, Any]:
-        """Each row's predicted minus true probabilities times its weight (one column for two classes, as sklearn's
-        binary fit parametrises them), and their sums over every row, times the features for the coefficients;
-        computed once per model."""
-        import numpy as np
-
-        cached = self.__dict__.get("_sums_of")
-        if cached is not None and cached[0] is model:
-            return cached[1]
-        truth = (self.labels[:, None] == np.asarray(model.classes_)[None, :]).astype(np.float64)
-        residual = model.predict_proba(self.features) - truth
-        weighted = (residual[:, 1:] if len(model.classes_) == 2 else residual) * self.weights[:, None]
-        sums = (weighted, weighted.T @ self.features, weighted.sum(axis=0))
-        object.__setattr__(self, "_sums_of", (model, sums))
-        return sums
-
-    def without(self, left_out: frozenset[str]) -> tuple[Any, Any, Any]:
-        """Features, labels and weights without the rows of ``left_out``, and without the description of a type
-        none of whose examples is kept (the rows otherwise in the same order as the whole set's)."""
-        if not left_out:
-            return self.features, self.labels, self.weights
-        import numpy as np
-
-        drop = [self._rows[rid] for rid in left_out if rid in self._rows]
-        gone: dict[str, int] = {}
-        for i in drop:
-            gone[str(self.labels[i])] = gone.get(str(self.labels[i]), 0) + 1
-        drop += [row for label, n in gone.items() for row, total in [self._described.get(label, (-1, 0))]
-                 if row >= 0 and n == total]
-        keep = np.ones(len(self.ids), dtype=bool)
-        keep[drop] = False
-        return self.features[keep], self.labels[keep], self.weights[keep]
-
-
-def _start_from(model: Any, start: Any, labels: Sequence[str], n_features: int) -> None:
-    """Start ``model``'s solver from ``start``'s solution when both know the same types in the same embedding space:
-    the model of the whole training set, for one without a few examples (instance-blind typing) or with a few more
-    (a refit after a write). The loss is convex, so the optimum is the same; from a neighbouring one the solver needs
-    a few iterations instead of hundreds."""
-    if (start is None or list(getattr(start, "classes_", ())) != sorted(set(labels))
-            or getattr(start, "n_features_in_", None) != n_features):
-        return
-    model.set_params(warm_start=True)
-    model.coef_, model.intercept_ = start.coef_.copy(), start.intercept_.copy()
+        return FitRows(ids, self._vectorise(texts), np.asarray(labels), np.asarray(weights))

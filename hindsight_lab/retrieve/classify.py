@@ -22,9 +22,9 @@ customer, order or booking, by the names, numbers and identifiers of the two req
 — shares the query's words whatever it asked for: that is what makes a lexical lure. So the query is first read
 without those requests, by the wording of other instances; each of them is read the same way, and those that ask
 for something else than the query are left out when it is typed (a model fitted without them, memoised per set
-left out; the whole set's model when leaving them out would not move its solution, :mod:`.fitrows`). Those that ask what the query asks are kept: what that request came to for this very instance (a
-refusal where others got a cancellation) is the best evidence there is. If the query cannot be read without them,
-all are left out.
+left out; the whole set's model when leaving them out would not move its solution, :mod:`.fitrows`). Those that
+ask what the query asks are kept: what that request came to for this very instance (a refusal where others got a
+cancellation) is the best evidence there is. If the query cannot be read without them, all are left out.
 
 The training set is the newest ``max_per_type`` episodes of every task type, kept in process and refitted lazily
 at the first prediction after a change. ``scikit-learn`` is imported at the first fit; embeddings of the masked

@@ -42,10 +42,17 @@ class FitRows:
         return counts
 
     @cached_property
-    def _described(self) -> dict[str, tuple[int, int]]:
-        """Type → (row of its description, number of its examples)."""
-        return {str(label): (i, self._examples.get(str(label), 0))
-                for i, (rid, label) in enumerate(zip(self.ids, self.labels)) if rid is None}
+    def _described(self) -> dict[str, int]:
+        """Type → the row of its tool description."""
+        return {str(label): i for i, (rid, label) in enumerate(zip(self.ids, self.labels)) if rid is None}
+
+    def _dropped(self, left_out: frozenset[str]) -> tuple[list[int], dict[str, int]]:
+        """The example rows of ``left_out``, and how many of each type's examples they are."""
+        drop = [self._rows[rid] for rid in left_out if rid in self._rows]
+        gone: dict[str, int] = {}
+        for i in drop:
+            gone[str(self.labels[i])] = gone.get(str(self.labels[i]), 0) + 1
+        return drop, gone
 
     def settles(self, model: Any, left_out: frozenset[str]) -> bool:
         """Whether ``model``, fitted on every row, already solves the fit without ``left_out`` to the solver's own
@@ -55,10 +62,7 @@ class FitRows:
         losses plus ``|W|² / (2 C S)``, ``S`` the rows' total weight."""
         import numpy as np
 
-        drop = [self._rows[rid] for rid in left_out if rid in self._rows]
-        gone: dict[str, int] = {}
-        for i in drop:
-            gone[str(self.labels[i])] = gone.get(str(self.labels[i]), 0) + 1
+        drop, gone = self._dropped(left_out)
         if not drop or any(n >= self._examples[label] for label, n in gone.items()):
             return False  # nothing left out, or a type left out whole: another set of classes
         weighted, grad_w, grad_b = self._sums(model)
@@ -90,12 +94,9 @@ class FitRows:
             return self.features, self.labels, self.weights
         import numpy as np
 
-        drop = [self._rows[rid] for rid in left_out if rid in self._rows]
-        gone: dict[str, int] = {}
-        for i in drop:
-            gone[str(self.labels[i])] = gone.get(str(self.labels[i]), 0) + 1
-        drop += [row for label, n in gone.items() for row, total in [self._described.get(label, (-1, 0))]
-                 if row >= 0 and n == total]
+        drop, gone = self._dropped(left_out)
+        drop += [self._described[label] for label, n in gone.items()
+                 if n == self._examples[label] and label in self._described]
         keep = np.ones(len(self.ids), dtype=bool)
         keep[drop] = False
         return self.features[keep], self.labels[keep], self.weights[keep]

@@ -41,7 +41,7 @@ class ClassifierConfig(Section):
     ``logistic``: logistic regression over TF-IDF of the stored instructions with names, places, numbers and
     e-mail addresses masked (:mod:`hindsight_lab.retrieve.classify`); ``embedding``: logistic regression over the
     sentence embeddings of those masked instructions, with each task type also described by the words of its
-    tools (``describe_weight``; one more embedding per search, of the masked query). ``knn`` votes by the
+    tools (``describe_weight``; the masked query is embedded in the query's encoder pass). ``knn`` votes by the
     similarity of whole instructions, names and numbers included; ``logistic`` and ``embedding`` see them masked,
     so a request about the same customer as another kind of task is not drawn to that task's type (the README's
     replay figures compare the methods)."""

@@ -453,7 +453,7 @@ def test_a_model_without_a_few_examples_is_the_whole_sets_when_the_solver_would_
     settled = [clf._design.settles(full, left_out) for left_out in cases]
     steps = [int(clf._fit(left_out).n_iter_[0]) for left_out in cases]
     assert settled == [n == 0 for n in steps]
-    assert True in settled and False in settled  # both kinds of case are here
+    assert settled == [True, True, False, False]  # a few rows out of 144 settle, a fifth of them does not
     probe = clf._vectorise([mask_entities("refund the broken lamp")])
     for left_out, ok in zip(cases, settled):
         reused = clf._model_without(left_out)

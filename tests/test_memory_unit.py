@@ -213,3 +213,23 @@ def test_a_search_takes_the_query_embedding_its_caller_has(mem):
     assert semantic(other)["verify_ident"] < semantic(given)["verify_ident"]  # the vector given is the one used
     with pytest.raises(ValidationError, match="query_embedding: expected 256 numbers"):
         mem.search(query, query_embedding=np.zeros(8))
+
+
+def test_lexical_scale_reads_a_weak_best_match_as_weak():
+    """``retrieval.lexical_scale``: over the best score in the store, the best of weak keyword matches scores 1;
+    over the query's own score, it scores what share of the query it matches, and a retry worded like the query
+    scores near 1 (below it by the key's ``Tools:`` line, which the query does not have)."""
+    texts = ["cancel my flight to Seattle", "book a hotel room in Paris", "add a bag to my reservation"]
+    query = "upgrade my seat to business class on the Seattle flight"
+    lexical = {}
+    for scale in ("best", "query"):
+        cfg = LabConfig.model_validate({"retrieval": {"lexical_scale": scale}})
+        m = MemorySystem(cfg, store=InMemoryStore(), embedder=HashingEmbedder(dim=256), clock=lambda: T0)
+        for i, text in enumerate(texts):
+            m.write_episode(episode(f"e{i}", text, ["get_reservation"]))
+        lexical[scale] = {h.record.source_episode_ids[0]: h.scores.lexical for h in m.search(query, top_k=3).hits}
+        m.write_episode(episode("retry", query, ["get_reservation"]))
+        lexical[scale]["retry"] = next(h.scores.lexical for h in m.search(query, top_k=4).hits
+                                       if h.record.source_episode_ids[0] == "retry")
+    assert lexical["best"]["e0"] == 1.0 and 0 < lexical["query"]["e0"] < 0.5
+    assert 0.8 < lexical["query"]["retry"] < 1.0 and lexical["best"]["retry"] == 1.0

@@ -16,7 +16,7 @@ class WeightsConfig(Section):
     semantic: float = Field(0.5, ge=0, json_schema_extra=affects(RECALL))
     """w1: cosine similarity to the query, clipped to [0, 1]."""
     lexical: float = Field(0.2, ge=0, json_schema_extra=affects(RECALL))
-    """w2: BM25 score of the record's matched text for the query, over the best score in the store ([0, 1])."""
+    """w2: BM25 score of the record's matched text for the query, scaled to [0, 1] (``retrieval.lexical_scale``)."""
     task_type: float = Field(0.6, ge=0, json_schema_extra=affects(RECALL))
     """w3: 1 when the record's task_type equals the query's (given or inferred), else 0."""
     confidence: float = Field(0.05, ge=0, json_schema_extra=affects(RECALL))
@@ -98,6 +98,11 @@ class RetrievalConfig(Section):
     """Records taken from each recall path before the rerank."""
     min_similarity: float = Field(0.2, ge=-1, le=1, json_schema_extra=affects(RECALL))
     """Vector-path neighbours below this cosine similarity are dropped."""
+    lexical_scale: Literal["best", "query"] = Field("best", json_schema_extra=affects(RECALL))
+    """What the lexical feature divides a record's BM25 score by: ``best``, the best score in the store for the
+    query (some record always scores 1, however weak its match); ``query``, the score of the query itself read as a
+    record (a retry worded like the query scores near 1, a record sharing only a few common words of it scores
+    little). Clipped to [0, 1]."""
     min_score: float = Field(0.0, json_schema_extra=affects(RECALL))
     """Reranked results below this total score are dropped (triggered rules excepted)."""
     min_relative_score: float = Field(0.0, ge=0, le=1, json_schema_extra=affects(RECALL))

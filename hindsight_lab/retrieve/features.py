@@ -107,8 +107,8 @@ def ages_days(c: "Candidates", now: datetime) -> np.ndarray:
 
 
 #: Every feature by name: semantic (cosine to the query, clipped to [0, 1]), lexical (BM25 score over the best in
-#: the store), task_type (:func:`type_matches`), confidence (:func:`confidences`), and recency
-#: (``0.5 ** (age / half_life)`` with the age of :func:`ages_days`).
+#: the store or the query's own, ``retrieval.lexical_scale``), task_type (:func:`type_matches`), confidence
+#: (:func:`confidences`), and recency (``0.5 ** (age / half_life)`` with the age of :func:`ages_days`).
 FEATURES: dict[str, Feature] = {f.name: f for f in (
     Feature("semantic", lambda c, now: np.asarray(c.similarity, dtype=np.float64), _clipped),
     Feature("lexical", lambda c, now: np.asarray(c.lexical, dtype=np.float64)),

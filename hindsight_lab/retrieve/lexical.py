@@ -2,7 +2,8 @@
 
 Dense similarity misses what only a keyword pins down (a reservation code, a name, a date); BM25 misses a
 paraphrase. Search uses both: the index proposes candidates of its own (the ``keyword`` path) and gives every
-candidate a ``lexical`` rerank feature, its BM25 score divided by the best score in the store for the query.
+candidate a ``lexical`` rerank feature, its BM25 score divided by the best score in the store for the query, or
+(``retrieval.lexical_scale: query``) by the query's own score, :meth:`LexicalIndex.self_score`.
 
 The index lives in process and is rebuilt from the store on open, like the task-type and trigger indexes. Records
 are added and removed one at a time (a store grows by one episode at a time, so a static index such as ``bm25s``
@@ -148,6 +149,38 @@ class LexicalIndex:
             del slots, tf, raw_slots, raw_tfs  # release the buffers: the arrays grow again on the next add
         del lengths, alive
         return out
+
+    def self_score(self, query: str) -> float:
+        """The score a record whose text is the query would get, by the statistics of the records indexed now (a
+        term no record has counts as the rarest there is): what :meth:`scores` results are divided by to read as
+        "how much of the query a record matches". A query asking mostly for words no record has is matched little
+        by every record.
+
+        Examples:
+            >>> idx = LexicalIndex()
+            >>> idx.add("a", "cancel reservation ZFA04Y", "episode")
+            >>> idx.add("b", "book a flight to Seattle", "episode")
+            >>> s = idx.scores("cancel reservation ZFA04Y")
+            >>> round(idx.score_of(s, "a") / idx.self_score("cancel reservation ZFA04Y"), 3)
+            1.0
+        """
+        n = len(self._slot)
+        terms = Counter(tokenize(query))
+        if not n or not terms:
+            return 0.0
+        avgdl = self._total_len / n or 1.0
+        norm = self.k1 * (1 - self.b + self.b * sum(terms.values()) / avgdl)
+        alive = np.frombuffer(self._alive, dtype=np.int8)
+        total = 0.0
+        for term, tf in terms.items():  # query order, as in scores()
+            df = 0
+            if term in self._postings:
+                slots = np.frombuffer(self._postings[term][0], dtype=np.int64)
+                df = len(slots) if n == len(self._ids) else int(np.count_nonzero(alive[slots]))
+                del slots
+            total += math.log(1.0 + (n - df + 0.5) / (df + 0.5)) * tf / (tf + norm)
+        del alive
+        return total
 
     def top(self, scores: np.ndarray, n: int) -> list[tuple[str, str]]:
         """``(record_id, bucket)`` of the ``n`` best-scoring records with a positive score, best first."""

@@ -96,9 +96,10 @@ def recall(store: Any, index: RecallIndex, q: np.ndarray, query: str, cfg: Retri
     lexical = index.lexical if keywords else None
     bm25 = lexical.scores(query) if lexical is not None else np.zeros(0)
     best = float(bm25.max()) if len(bm25) else 0.0
+    scale = best if cfg.lexical_scale == "best" or lexical is None else lexical.self_score(query)
 
     def add(rec: MemoryRecord, emb: np.ndarray, sim: float, path: str) -> None:
-        lex = lexical.score_of(bm25, rec.id) / best if lexical is not None and best > 0 else 0.0
+        lex = min(lexical.score_of(bm25, rec.id) / scale, 1.0) if lexical is not None and scale > 0 else 0.0
         out.add(overlay.get(rec.id, rec), emb, sim, lex, path, domain)
 
     votes = _vector_path(store, index, q, cfg, add)

@@ -80,3 +80,40 @@ def test_compaction_keeps_scores():
 
 def test_tokenize_drops_stopwords_and_punctuation():
     assert tokenize("Cancel the reservation ZFA04Y, please!") == ["cancel", "reservation", "zfa04y", "please"]
+
+
+@pytest.mark.parametrize("query", CORPUS)
+def test_self_score_is_the_score_of_the_query_as_a_record(query):
+    """``self_score`` is what a record whose text is the query scores among the records indexed."""
+    idx = _index(CORPUS)
+    assert idx.self_score(query) == pytest.approx(idx.score_of(idx.scores(query), f"r{CORPUS.index(query)}"))
+
+
+def test_self_score_counts_unknown_terms_as_the_rarest():
+    idx = _index(CORPUS)
+    known = idx.self_score("cancel reservation")
+    n = len(CORPUS)
+    rarest = np.log(1 + (n + 0.5) / 0.5)
+    assert idx.self_score("cancel reservation xyzzy") > known + 0.5 * rarest / (1 + 1.5)  # a third, rarest term
+    assert idx.self_score("nothing matches xyzzy") > 0 == max(idx.scores("nothing matches xyzzy"))
+
+
+def test_self_score_counts_live_records_only():
+    idx = _index(CORPUS)
+    idx.remove("r0")
+    fresh = _index(CORPUS[1:])
+    for query in QUERIES:
+        assert idx.self_score(query) == pytest.approx(fresh.self_score(query))
+    assert LexicalIndex().self_score("cancel") == 0.0 and idx.self_score("the of") == 0.0  # nothing, stopwords
+
+
+def test_a_weak_match_scores_little_of_the_query():
+    """Divided by the query's own score, a record that shares one common word of a long query scores little, where
+    divided by the best score in the store it would score 1 (it is the best there is)."""
+    idx = _index(CORPUS)
+    query = "Upgrade my seat to business class on the Seattle flight"
+    scores = idx.scores(query)
+    best = max(scores)
+    weak = idx.score_of(scores, "r4")  # "Cancel my flight to Seattle": two words of six
+    assert weak == pytest.approx(best)
+    assert weak / idx.self_score(query) < 0.5

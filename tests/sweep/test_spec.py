@@ -180,3 +180,20 @@ def test_default_selection_with_the_lures_keeps_the_live_30_design_and_reads_no_
     assert spec.live.test_seeds and not set(spec.live.test_seeds) & {*spec.live.seeds, *read}
     assert spec.lures is not None and {0, 1, 2, 3, 4} <= set(spec.lures.seeds) and spec.lures.pairs == 60
     assert spec.lures.test_seeds and not set(spec.lures.test_seeds) & set(spec.lures.seeds)
+
+
+def test_default_selection_of_recall_changes_starts_from_the_default_and_reads_no_earlier_held_out_seed() -> None:
+    """The selection from today's default: the lure selection's datasets, split, folds, objective and dev seeds;
+    today's default as base and first candidate; held-out live and lure seeds that no earlier selection read."""
+    earlier, _ = _selection("default_selection_lures.yaml")
+    data, spec = _selection("default_selection_recall.yaml")
+    for key in ("datasets", "split", "sampler", "objective", "selection", "top_k"):
+        assert data[key] == earlier[key], key
+    assert spec.base_config() == LabConfig() and data["configs"][0] == {}
+    assert {"retrieval.lexical_scale": "query"} in data["configs"]
+    assert spec.live is not None and spec.live.seeds == earlier["live"]["seeds"]
+    read_live = {*range(10, 15), *range(35, 55)}  # the held-out seeds of the earlier live selections
+    assert spec.live.test_seeds and not set(spec.live.test_seeds) & {*spec.live.seeds, *read_live}
+    assert spec.lures is not None and spec.lures.seeds == earlier["lures"]["seeds"]
+    assert spec.lures.test_seeds and not set(spec.lures.test_seeds) & {*spec.lures.seeds,
+                                                                       *earlier["lures"]["test_seeds"]}

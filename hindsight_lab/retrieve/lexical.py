@@ -50,6 +50,11 @@ def tokenize(text: str) -> list[str]:
     return [t for t in _TOKEN.findall(text.casefold()) if t not in stop]
 
 
+def _idf(n: int, df: int) -> float:
+    """Lucene's BM25 idf of a term that ``df`` of ``n`` records have."""
+    return math.log(1.0 + (n - df + 0.5) / (df + 0.5))
+
+
 class LexicalIndex:
     """An incremental BM25 index of record ids (see module docstring).
 
@@ -144,8 +149,7 @@ class LexicalIndex:
                 slots, tf = slots[live], tf[live]
             if not len(slots):
                 continue
-            idf = math.log(1.0 + (n - len(slots) + 0.5) / (len(slots) + 0.5))
-            out[slots] += idf * tf / (tf + self.k1 * (1 - self.b + self.b * lengths[slots] / avgdl))
+            out[slots] += _idf(n, len(slots)) * tf / (tf + self.k1 * (1 - self.b + self.b * lengths[slots] / avgdl))
             del slots, tf, raw_slots, raw_tfs  # release the buffers: the arrays grow again on the next add
         del lengths, alive
         return out
@@ -178,7 +182,7 @@ class LexicalIndex:
                 slots = np.frombuffer(self._postings[term][0], dtype=np.int64)
                 df = len(slots) if n == len(self._ids) else int(np.count_nonzero(alive[slots]))
                 del slots
-            total += math.log(1.0 + (n - df + 0.5) / (df + 0.5)) * tf / (tf + norm)
+            total += _idf(n, df) * tf / (tf + norm)
         del alive
         return total
 

@@ -11,9 +11,11 @@ It never invents text: every rule names the tools and errors of the traces it sa
 - A **success**: the tool order that worked for its task_type.
 
 A failure's rule that learns from a successful path is worded by the step its check guards ("Before X, call A → B
-first."), so that failures of other task types at the same step propose the same rule. A check's tools before the
+first."), so that failures of other task types at the same step propose the same rule. Its check's tools before the
 step are the ones that told success from failure among the runs at hand (the episode and its related ones that
-reached the step), else the ones closest to the step.
+reached the step), else the ones closest to the step. A success's rule names its whole order, and its check asks
+for that whole order: a check of a few prerequisites would be followed by runs that take the steps in another order,
+so the correct runs would confirm a wrong order that a lucky run proposed.
 
 Counter-examples come from related episodes where the rule did not hold: the same order that still failed, another
 order that also worked, or the task types of related runs of another type, each named once ("not for X tasks"; an
@@ -88,6 +90,19 @@ def _order_check(path: Sequence[str], changing: set[str], before: int = CHECK_BE
     telling = sorted((t for t in prior if contrast[t] > 0), key=lambda t: -contrast[t])[:before]
     chosen = [t for t in prior if t in telling] or list(prior[-before:])
     return {"check": {"kind": "order", "tools": [*chosen, target]}}
+
+
+def _path_check(path: Sequence[str], changing: set[str]) -> dict[str, Any]:
+    """A success rule's checkable form: its whole order, up to the path's last state-changing tool.
+
+    The rule's text asks for the whole order ("call A → B → C in this order"), so its check must too: a check
+    of the telling prerequisites alone (:func:`_order_check`) is followed by runs that take the steps in another
+    order, and a rule drawn from a lucky success in the wrong order would be confirmed by every correct run.
+    None when nothing changed state or nothing precedes the step."""
+    target = next((t for t in reversed(path) if t in changing), None)
+    if target is None or path.index(target) == 0:
+        return {}
+    return {"check": {"kind": "order", "tools": list(path[:path.index(target) + 1])}}
 
 
 def _step_rule(check: dict[str, Any]) -> str:
@@ -165,7 +180,7 @@ class HeuristicReflector:
         others = [r for r in related if (r.task_type or "untyped") != tt]
         succ_paths = Counter(_path(r) for r in same if r.outcome == "success")
         if ep.outcome == "success":
-            draft = self._success(ep, tt, same, succ_paths, related)
+            draft = self._success(ep, tt, same, succ_paths)
         else:
             draft = self._failure(ep, tt, same, related, succ_paths)
         if "nothing" in draft:
@@ -182,8 +197,8 @@ class HeuristicReflector:
 
     # ------------------------------------------------------------------ rule drafts
     @staticmethod
-    def _success(ep: CompressedEpisode, tt: str, same: list[CompressedEpisode], succ_paths: Counter,
-                 related: Sequence[CompressedEpisode]) -> dict[str, Any]:
+    def _success(ep: CompressedEpisode, tt: str, same: list[CompressedEpisode], succ_paths: Counter
+                 ) -> dict[str, Any]:
         path = _path(ep)
         support = succ_paths.get(path, 0)
         failed_same_path = [r for r in same if r.outcome != "success" and _path(r) == path]
@@ -196,7 +211,7 @@ class HeuristicReflector:
                                            + (f"; {support} similar run(s) succeeded the same way" if support else ""),
                 "reusable_rule": f"For {tt} tasks, call {_arrow(path)} in this order.",
                 "confidence": 0.55 + 0.1 * support - 0.1 * len(failed_same_path), "counter": counter,
-                **_order_check(path, set(ep.state_changing), runs=[ep, *related])}
+                **_path_check(path, set(ep.state_changing))}
 
     @staticmethod
     def _failure(ep: CompressedEpisode, tt: str, same: list[CompressedEpisode],

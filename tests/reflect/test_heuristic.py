@@ -1,14 +1,15 @@
-"""The heuristic reflector's checkable rules: a failure's rule worded by the step it guards, their prerequisites chosen by what told
-success from failure among the runs at hand, and a failure whose task type never succeeded learning from related
-successes that took its last step."""
+"""The heuristic reflector's checkable rules: a success's check the whole order its text names, a failure's rule
+worded by the step it guards with prerequisites chosen by what told success from failure among the runs at hand,
+and a failure whose task type never succeeded learning from related successes that took its last step."""
 
 from __future__ import annotations
 
 from dataclasses import replace
 
 from hindsight_lab.reflect.compress import CompressedEpisode
-from hindsight_lab.reflect.heuristic import HeuristicReflector, _contrast, _order_check
+from hindsight_lab.reflect.heuristic import HeuristicReflector, _contrast, _order_check, _path
 from hindsight_lab.reflect.schema import Reflection
+from hindsight_lab.trace.checks import Check
 
 READ = ("get_customer", "check_status", "check_signal", "read_manual")
 
@@ -66,21 +67,27 @@ def test_a_failure_whose_type_never_succeeded_learns_from_a_success_that_took_it
     assert not isinstance(alone, Reflection) or alone.check is None
 
 
-def test_a_success_check_reads_every_related_run_that_reached_its_step_not_only_its_own_type():
-    # the success's own type has no other run; runs of other types that reached `reboot` show that checking the
-    # signal first is what told success from failure there
-    ok = _ep("ok", ("check_signal", "get_customer", "check_status", "reboot"), "success")
-    related = [_ep("r1", ("check_signal", "reboot", "reseat_sim"), "success"),
-               _ep("r2", ("get_customer", "check_status", "reboot", "toggle_data"), "failure"),
-               _ep("r3", ("get_customer", "check_status", "reboot", "toggle_roaming"), "failure")]
-    assert all(r.task_type != ok.task_type for r in related)
-    out = HeuristicReflector().reflect(ok, related)
+def test_a_success_check_asks_for_the_whole_order_its_text_names_so_another_order_does_not_follow_it():
+    # a lucky success took its steps in the wrong order (toggle_data before reboot); its rule's text names that
+    # order, and its check must too. Among these runs only get_customer told success from failure at `reboot`, so a
+    # check of the telling prerequisites alone (get_customer before reboot) would be followed by the correct run r1,
+    # which would then confirm the wrong order
+    lucky = _ep("ok", ("get_customer", "toggle_data", "reboot"), "success")
+    related = [_ep("r1", ("get_customer", "reboot", "toggle_data"), "success"),
+               _ep("r2", ("reboot", "toggle_data"), "failure"), _ep("r3", ("toggle_data", "reboot"), "failure")]
+    assert _order_check(_path(lucky), {"reboot", "toggle_data"}, runs=[lucky, *related])["check"]["tools"] == \
+        ["get_customer", "reboot"]
+    out = HeuristicReflector().reflect(lucky, related)
     assert isinstance(out, Reflection)
-    assert out.check == {"kind": "order", "tools": ["check_signal", "reboot"]}
-    # negative control: with no related run that reached the step, the tools closest to it (nothing to contrast)
-    alone = HeuristicReflector().reflect(ok, [_ep("r4", ("check_signal", "toggle_data"), "failure")])
-    assert isinstance(alone, Reflection)
-    assert alone.check == {"kind": "order", "tools": ["get_customer", "check_status", "reboot"]}
+    assert out.reusable_rule.endswith("call get_customer → toggle_data → reboot in this order.")
+    check = Check.from_dict(out.check)
+    assert check.tools == ("get_customer", "toggle_data", "reboot")
+    correct = related[0].tools
+    assert check.reaches(correct) and not check.followed(correct)  # the correct run reaches the step, ignoring it
+    assert check.followed(lucky.tools)
+    # nothing precedes the first state change: nothing to check
+    alone = HeuristicReflector().reflect(_ep("s", ("reboot", "check_status"), "success"), related[1:])
+    assert isinstance(alone, Reflection) and alone.check is None
 
 
 def test_scope_counter_examples_name_each_other_task_type_once_without_quoting_its_requests():

@@ -57,7 +57,8 @@ class ConflictsConfig(Section):
     min_similarity: float = Field(0.5, ge=-1, le=1, json_schema_extra=affects(WRITE))
     """Pairs less similar than this (cosine) are not compared."""
     same_task_type: bool = Field(True, json_schema_extra=affects(WRITE))
-    """Compare only rules of the same task_type when both have one."""
+    """Compare only rules of the same task_type when both have one, or whose checks guard the same step (a claim
+    about what comes before a step, which every run reaching it verifies whatever its type)."""
     judge: Literal["offline", "litellm"] = Field("offline", json_schema_extra=affects(WRITE))
     """Who decides whether a pair contradicts: the offline detector (orderings, tools, negation, quantities) or
     the LiteLLM judge (``conflicts.llm``; a pair it cannot answer keeps the offline verdict)."""

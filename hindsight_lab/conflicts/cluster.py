@@ -74,7 +74,8 @@ def cluster_embeddings(x: np.ndarray, *, metric: str = "cosine", min_cluster_siz
 
 
 def candidate_pairs(x: np.ndarray, labels: np.ndarray, *, cluster_pairs: int = 20, neighbours: int = 5,
-                    min_similarity: float = 0.5, groups: np.ndarray | None = None) -> list[Pair]:
+                    min_similarity: float = 0.5, groups: np.ndarray | None = None,
+                    steps: np.ndarray | None = None) -> list[Pair]:
     """The pairs to compare (``i < j``, sorted), each once with its strongest reason (cluster first).
 
     Args:
@@ -84,13 +85,16 @@ def candidate_pairs(x: np.ndarray, labels: np.ndarray, *, cluster_pairs: int = 2
         neighbours: per rule, its nearest rules whatever the cluster (noise included).
         min_similarity: pairs below this cosine are dropped.
         groups: optional integer group of each row (e.g. its task type's code, -1 for none); rows of two
-            different non-negative groups are never paired.
+            different non-negative groups are never paired, unless ``steps`` pairs them.
+        steps: optional integer code of the step each row's check guards (-1 for none); two rows guarding the same
+            step may be paired whatever their groups.
     """
     v = normalise(x)
     n = len(v)
     if n < 2:
         return []
     groups = np.asarray(groups) if groups is not None else None
+    steps = np.asarray(steps) if steps is not None and groups is not None else None
     keys: list[np.ndarray] = []
     sims: list[np.ndarray] = []
     for lo in range(0, n, _BLOCK):
@@ -99,7 +103,11 @@ def candidate_pairs(x: np.ndarray, labels: np.ndarray, *, cluster_pairs: int = 2
         sim[np.arange(len(rows)), rows] = -np.inf
         if groups is not None:
             g = groups[rows][:, None]
-            sim[(g >= 0) & (groups[None, :] >= 0) & (g != groups[None, :])] = -np.inf
+            apart = (g >= 0) & (groups[None, :] >= 0) & (g != groups[None, :])
+            if steps is not None:
+                st = steps[rows][:, None]
+                apart &= ~((st >= 0) & (st == steps[None, :]))
+            sim[apart] = -np.inf
         for want, same_cluster in ((cluster_pairs, True), (neighbours, False)):
             if want <= 0:
                 continue

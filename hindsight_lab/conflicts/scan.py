@@ -22,6 +22,7 @@ from typing import TYPE_CHECKING, Any, Sequence
 
 import numpy as np
 
+from ..trace.checks import Check
 from ..types import Bucket, MemoryRecord
 from .cluster import candidate_pairs, cluster_embeddings
 from .detect import OfflineDetector, Verdict
@@ -194,12 +195,13 @@ def scan(records: Sequence[MemoryRecord], buckets: Sequence[str], embeddings: np
     labels = cluster_embeddings(x, metric=cfg.metric, min_cluster_size=cfg.min_cluster_size,
                                 min_samples=cfg.min_samples, cluster_selection_epsilon=cfg.cluster_selection_epsilon)
     t1 = time.perf_counter()
-    groups = None
+    groups = steps = None
     if cfg.same_task_type:
         codes: dict[str, int] = {}
         groups = np.array([codes.setdefault(r.task_type, len(codes)) if r.task_type else -1 for r in records])
+        steps = _step_codes(records)
     found = candidate_pairs(x, labels, cluster_pairs=cfg.cluster_pairs, neighbours=cfg.neighbours,
-                            min_similarity=cfg.min_similarity, groups=groups)
+                            min_similarity=cfg.min_similarity, groups=groups, steps=steps)
     t2 = time.perf_counter()
     plan = ConflictPlan(list(records), list(buckets), x, labels,
                         judge=getattr(judge, "describe", lambda: {"name": type(judge).__name__})())
@@ -212,6 +214,18 @@ def scan(records: Sequence[MemoryRecord], buckets: Sequence[str], embeddings: np
     _plan(plan, cfg)
     plan.seconds = {"cluster": t1 - t0, "pairs": t2 - t1, "judge": t3 - t2, "total": time.perf_counter() - t0}
     return plan
+
+
+def _step_codes(records: Sequence[MemoryRecord]) -> np.ndarray:
+    """Per record, a code of the step its check guards (-1 without a check). Two rules guarding one step are claims
+    about what must come before it, which every run reaching that step verifies whatever its task type
+    (:mod:`hindsight_lab.memory.verify`), so they are compared even when their task types differ."""
+    codes: dict[str, int] = {}
+    out = []
+    for r in records:
+        check = Check.of((r.attrs or {}).get("check"))
+        out.append(codes.setdefault(check.target, len(codes)) if check is not None else -1)
+    return np.array(out, dtype=np.int64)
 
 
 def _plan(plan: ConflictPlan, cfg: Any) -> None:

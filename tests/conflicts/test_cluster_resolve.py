@@ -52,6 +52,11 @@ def test_pairs_respect_min_similarity_and_groups(points):
     groups = np.array([0, 1, 0, 2, 2, 2, 0])  # row 1 is another task type than rows 0 and 2
     pairs = {(p.i, p.j) for p in candidate_pairs(points, labels, neighbours=3, min_similarity=0.5, groups=groups)}
     assert (0, 2) in pairs and (0, 1) not in pairs and (1, 2) not in pairs
+    # rows 0 and 1 guard the same step: compared whatever their task types; row 2 guards another
+    steps = np.array([5, 5, 7, -1, -1, -1, -1])
+    stepped = {(p.i, p.j) for p in candidate_pairs(points, labels, neighbours=3, min_similarity=0.5, groups=groups,
+                                                   steps=steps)}
+    assert (0, 1) in stepped and (1, 2) not in stepped and (0, 2) in stepped
 
 
 def test_too_few_rules_are_all_noise():

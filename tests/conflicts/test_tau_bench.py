@@ -7,6 +7,7 @@ from hindsight_lab import LabConfig, MemorySystem
 from hindsight_lab.conflicts.scan import read_store, scan
 from hindsight_lab.datasets import load
 from hindsight_lab.store.memory import InMemoryStore
+from hindsight_lab.trace.checks import Check
 from support import shared_dataset
 
 
@@ -24,7 +25,10 @@ def test_tau_bench_rules_cluster_and_contradictions_are_found(minilm):
         print(f"  [{row.kind}] {row.rule_a}\n     vs {row.rule_b}\n     -> {row.action or 'flagged'} ({row.reason})")
     assert s["records"] >= 10 and s["clusters"] >= 2
     assert s["conflicts"] >= 1 and s["superseded"] + s["flagged"] >= 1
-    # every contradiction is between rules of one task type, and about the order of real airline tools
+    # every contradiction is between rules of one task type or guarding one step, and about the order of real
+    # airline tools
     for p in (p for p in plan.pairs if p.verdict.conflict):
-        assert plan.record(p.a).task_type == plan.record(p.b).task_type
+        a, b = plan.record(p.a), plan.record(p.b)
+        step_a, step_b = (Check.of((r.attrs or {}).get("check")) for r in (a, b))
+        assert a.task_type == b.task_type or (step_a and step_b and step_a.target == step_b.target)
     assert set(conflicts["kind"]) <= {"order", "negation", "tool", "quantity"}

@@ -173,6 +173,18 @@ def _has(*needles: str) -> Check:
     return check
 
 
+def _explained(query_id: str) -> Check:
+    """``--explain`` printed the query's table: its header, the term columns, and an injected retry of its task
+    (rank 1, repeat grade 2) first."""
+    def check(ran: Ran, runs: dict[str, Ran]) -> None:
+        lines = ran.out.splitlines()
+        assert lines[0].startswith(f"{query_id}: ") and "judged as: repeat" in lines[1], ran.out[-3000:]
+        head, first = lines[2].split(), lines[3].split()
+        assert head[:2] == ["rank", "id"] and "task_type_match" in head and head[-1] == "repeat", lines[2]
+        assert first[0] == "1" and first[-1] == "2", lines[3]
+    return check
+
+
 def _all(*checks: Check) -> Check:
     def check(ran: Ran, runs: dict[str, Ran]) -> None:
         for c in checks:
@@ -407,6 +419,8 @@ CHAINS: list[list[Step]] = [  # longest first (two run at a time)
         Step("replay reflexion-hotpotqa-sample --no-mlflow",
              _replay("100_questions_7_trials.sample (reflexion-hotpotqa): 38 episodes, 32 queries")),
         Step("replay locomo-sample --limit 2 --no-mlflow", _replay("locomo10.sample (locomo): ")),
+        Step("replay tau-bench-airline-sample --explain tau-airline-t1-r1 --set retrieval.weights.task_type=0.3",
+             _explained("tau-airline-t1-r1")),
     ],
     [  # every step that logs to MLflow, so that the default store has one writer at a time
         # the twin of `replay tau-bench-airline-dev --out reports/tau`, killed midway; then resumed, as the README's
@@ -498,6 +512,9 @@ README_MAP: list[tuple[str, tuple[str, ...] | Instead]] = [
     (r"replay tau-bench-airline-dev --out reports/tau --resume",
      Instead(SAMPLE_TWIN, ("tests/replay/test_resume.py",),
              ("replay tau-bench-airline-sample --out reports/tau --resume",))),
+    (r"replay tau-bench-airline-dev --explain tau-airline-t1-r1 --set retrieval\.weights\.task_type=0\.3",
+     Instead(SAMPLE_TWIN, ("tests/replay/test_explain.py",),
+             ("replay tau-bench-airline-sample --explain tau-airline-t1-r1 --set retrieval.weights.task_type=0.3",))),
     (r"replay reflexion-hotpotqa-dev",
      Instead(SAMPLE_TWIN, ("tests/replay/test_replay.py",), ("replay reflexion-hotpotqa-sample --no-mlflow",))),
     (r"replay locomo-dev --limit 2",

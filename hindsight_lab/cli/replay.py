@@ -33,6 +33,10 @@ def add_parser(sub: Any) -> None:
     replay.add_argument("--resume", action="store_true",
                         help="continue the killed replay whose --out DIR this is (same arguments; no journal there: "
                         "start from scratch)")
+    replay.add_argument("--explain", metavar="ID[,ID...]",
+                        help="instead of the figures, show why these queries (episode ids) recalled what they did: "
+                        "every candidate of the hindsight search, its rerank terms and score, what was injected, "
+                        "and its grade under each judging mode (episode datasets; no MLflow run)")
     replay.add_argument("--mlflow", action=argparse.BooleanOptionalAction, default=True,
                         help="log the replay as an MLflow run (default: on)")
     replay.add_argument("--mlflow-uri", help="MLflow tracking URI (default: $MLFLOW_TRACKING_URI, else "
@@ -47,6 +51,8 @@ def run(args: argparse.Namespace) -> int:
     from ..replay.runner import run_replay
 
     cfg = load_config(args)
+    if args.explain:
+        return explain(args, cfg)
     systems = [s.strip() for s in args.systems.split(",") if s.strip()]
     report = run_replay(args.dataset, format=args.format, systems=systems, config=cfg, top_k=args.top_k,
                         limit=args.limit, skip_invalid=args.skip_invalid, show_progress=True, seed=args.seed,
@@ -63,6 +69,16 @@ def run(args: argparse.Namespace) -> int:
         run_id = log_replay(report, config=cfg, tracking_uri=uri, experiment=args.mlflow_experiment or EXPERIMENT,
                             report_dir=args.out)
         print(f"MLflow run {run_id} in experiment {args.mlflow_experiment or EXPERIMENT!r} at {uri}")
+    return 0
+
+
+def explain(args: argparse.Namespace, cfg: Any) -> int:
+    from ..sweep.explain import explain_queries
+
+    ids = [q.strip() for q in args.explain.split(",") if q.strip()]
+    for table in explain_queries(args.dataset, ids, config=cfg, format=args.format, limit=args.limit,
+                                 top_k=args.top_k):
+        print(table, end="\n\n")
     return 0
 
 

@@ -29,7 +29,8 @@ class CandidateSet:
     ``raw`` holds each feature's raw column by name (:func:`~hindsight_lab.retrieve.features.feature_matrix`
     turns them into the rerank's features under any config), ``similarity`` is the candidates' pairwise cosine,
     ``forced`` marks triggered rules, ``line_tokens`` and ``sections`` (codes of
-    :data:`~hindsight_lab.retrieve.inject.SECTIONS`) are what the budget charges.
+    :data:`~hindsight_lab.retrieve.inject.SECTIONS`) are what the budget charges; ``task_type`` and
+    ``task_type_share`` are the query's (given or inferred; None when the classifier abstained).
     """
 
     records: list[MemoryRecord]
@@ -39,6 +40,8 @@ class CandidateSet:
     forced: np.ndarray
     line_tokens: np.ndarray
     sections: np.ndarray
+    task_type: str | None = None
+    task_type_share: float = 0.0
 
     def __len__(self) -> int:
         return len(self.records)

@@ -125,4 +125,5 @@ class Searcher:
         shown = shown_records(cands.records, self.index.bucket_of)  # line tokens as injected (conflict marks)
         return CandidateSet(list(cands.records), [tuple(p) for p in cands.paths], dict(raw), sim, cands.forced,
                             np.array([self.count(render_line(r)) for r in shown], dtype=np.int64),
-                            np.array([SECTIONS.index(section_of(r)) for r in cands.records], dtype=np.int64))
+                            np.array([SECTIONS.index(section_of(r)) for r in cands.records], dtype=np.int64),
+                            cands.task_type, float(cands.task_type_share))

@@ -116,7 +116,7 @@ class FastEvaluator:
             part = batch.take(slice(start, start + self.chunk))
             cols = slice(start, start + len(part))
             for qi, query in enumerate(self.queries):
-                lists = self._inject(query, part)
+                lists = self.inject(query, part)
                 keys, inverse = np.unique(lists, axis=0, return_inverse=True)
                 rows = [self._judge(qi, query, tuple(int(i) for i in key if i >= 0)) for key in keys]
                 inv = inverse.reshape(-1)
@@ -127,7 +127,7 @@ class FastEvaluator:
         return Evaluation([q.query_id for q in self.queries], self.cache.groups, self.metrics, values, tokens,
                           relevant, injected)
 
-    def _inject(self, query: CachedQuery, batch: ParamBatch) -> np.ndarray:
+    def inject(self, query: CachedQuery, batch: ParamBatch) -> np.ndarray:
         """``(C, top_k)`` candidate indices each config injects, in rank order, ``-1``-padded."""
         cs = query.candidates
         k = self.cache.top_k

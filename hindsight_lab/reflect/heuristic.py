@@ -82,10 +82,10 @@ def _order_check(path: Sequence[str], changing: set[str], before: int = CHECK_BE
     that reached the step — a run that called the tool before the step succeeded more often than one that did not
     (:func:`_contrast`) — in path order; when no tool did, the tools closest to the step. None when nothing changed
     state or nothing precedes the step."""
-    target = next((t for t in reversed(path) if t in changing), None)
-    if target is None or path.index(target) == 0:
+    guarded = _guarded_step(path, changing)
+    if guarded is None:
         return {}
-    prior = path[:path.index(target)]
+    target, prior = guarded
     contrast = {t: _contrast(t, target, runs) for t in prior}
     telling = sorted((t for t in prior if contrast[t] > 0), key=lambda t: -contrast[t])[:before]
     chosen = [t for t in prior if t in telling] or list(prior[-before:])
@@ -99,10 +99,20 @@ def _path_check(path: Sequence[str], changing: set[str]) -> dict[str, Any]:
     of the telling prerequisites alone (:func:`_order_check`) is followed by runs that take the steps in another
     order, and a rule drawn from a lucky success in the wrong order would be confirmed by every correct run.
     None when nothing changed state or nothing precedes the step."""
+    guarded = _guarded_step(path, changing)
+    if guarded is None:
+        return {}
+    target, prior = guarded
+    return {"check": {"kind": "order", "tools": [*prior, target]}}
+
+
+def _guarded_step(path: Sequence[str], changing: set[str]) -> tuple[str, list[str]] | None:
+    """The step a rule drawn from ``path`` guards, its last state-changing tool, and the tools called before it;
+    None when nothing changed state or nothing precedes the step."""
     target = next((t for t in reversed(path) if t in changing), None)
     if target is None or path.index(target) == 0:
-        return {}
-    return {"check": {"kind": "order", "tools": list(path[:path.index(target) + 1])}}
+        return None
+    return target, list(path[:path.index(target)])
 
 
 def _step_rule(check: dict[str, Any]) -> str:

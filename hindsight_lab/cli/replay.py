@@ -124,11 +124,21 @@ def print_replay(report: "ReplayReport") -> None:
               f"promotions {refl['promotions']}, reuse rate {refl['reuse_rate']:.3f}")
     for name, lift in report.metrics.get("lift", {}).items():
         print(_lift_line(name, lift))
+    if "rule_ceiling" in report.metrics:
+        print(_ceiling_line(report.metrics["rule_ceiling"]))
     timing = dict(report.metrics["timing"])
     resumed = timing.pop("resumed_units", 0)
     print("timing (s): " + ", ".join(f"{k} {v:.1f}" for k, v in timing.items()))
     if resumed:
         print(f"resumed: {resumed} units taken from the journal")
+
+
+def _ceiling_line(ceiling: dict) -> str:
+    """What rules the traces support within tasks (``metrics.json`` ``rule_ceiling``), on one line."""
+    forms = ", ".join(f"{form} {cell['supported']} of {cell['tried']}" for form, cell in ceiling["forms"].items())
+    return (f"traces: {ceiling['tasks_with_both_outcomes']} of {ceiling['tasks']} tasks have both a success and a "
+            f"failure; rules supported within tasks (P > {ceiling['min_confidence']:g} from "
+            f"{ceiling['min_tasks']}+ tasks, an optimistic ceiling): {forms}")
 
 
 def _lift_line(name: str, lift: dict) -> str:

@@ -197,6 +197,8 @@ def judge(run: ReplayRun, judgements: Judgements | Mapping[str, Judgements], dat
     metrics_json["modes"] = modes
     if run.lift:
         metrics_json["lift"] = run.lift
+    if run.rule_ceiling:
+        metrics_json["rule_ceiling"] = run.rule_ceiling
     return ReplayReport(metrics_json, pd.DataFrame(scored.rows), run, repeat, mode_episodes=frames)
 
 

@@ -17,6 +17,7 @@ from ..metrics import Judgements
 from ..metrics.modes import MODES, judge_mode
 from .engine import ReplayRun, run_conversations, run_episodes
 from .journal import JOURNAL_DIR, Journal
+from .ceiling import rule_ceiling
 from .lift import lift_report
 from .records import rules_injected
 from .report import EMPTY_QUERY_SET, METRICS, ReplayReport, judge
@@ -244,6 +245,10 @@ def _replay(data: Path | Sequence[Any], dataset: dict[str, Any], *, systems: Seq
         times = [o["at"] for o in sorted(run.outcomes, key=lambda o: o["order"])]
         run.lift = {name: lift_report(rules, episodes, times, injected=rules_injected(run, name))
                     for name, rules in run.rules.items()}
+        if run.rules:
+            promotion = config.promotion
+            run.rule_ceiling = rule_ceiling(episodes, min_confidence=promotion.min_mean_confidence,
+                                            min_tasks=promotion.min_hits)
     return run, judgements, sources
 
 

@@ -9,7 +9,7 @@ row per candidate. Ranking, budget and grades come from the code the sweep's eva
 
 Examples:
     >>> tables = explain_queries("tau-bench-airline-dev", ["tau-airline-t5-r0"])  # doctest: +SKIP
-    >>> tables[0].frame[["rank", "kind", "semantic", "lexical", "task_type_match", "score", "transfer"]]  # doctest: +SKIP
+    >>> tables[0].frame[["rank", "kind", "semantic", "lexical", "score", "transfer"]]  # doctest: +SKIP
 """
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""`replay --explain`: each query's candidates, terms, injected ranks and grades, as a replay of the config sees them."""
+"""`replay --explain`: each query's candidates, terms, injected ranks and grades, as a replay of the config has them."""
 
 from __future__ import annotations
 

@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 
 from hindsight_lab import LabConfig, MemorySystem
-from hindsight_lab.memory.verify import counts, helps_probability
+from hindsight_lab.memory.verify import counts, helps_probability, paired_runs, pairs
 from hindsight_lab.store.memory import InMemoryStore
 from hindsight_lab.types import Kind
 from support import REPO, T0
@@ -79,6 +79,37 @@ def test_retries_of_one_task_count_once(hashing) -> None:
     assert mem2.records(Kind.RULE)
 
 
+def test_within_task_evidence_ignores_followers_that_were_only_in_easier_tasks(hashing) -> None:
+    # every run of an easy customer follows the rule and succeeds, every run of a hard one ignores it and fails
+    runs = [_run(i, f"C{i % 8}", follow=i % 8 < 4, ok=i % 8 < 4) for i in range(16)]
+    pooled = _mem(hashing)
+    _rule(pooled)
+    pooled.write_episodes(runs)
+    assert pooled.records(Kind.RULE)  # pooled over runs, the rule looks sure
+    within = _mem(hashing, **{"promotion.evidence": "within_task"})
+    _rule(within)
+    within.write_episodes(runs)
+    (cand,) = within.records(Kind.CANDIDATE)  # no task has a run that followed it and one that did not
+    assert pairs(cand) == (0, 0, []) and cand.confidence == 0.55 and not within.records(Kind.RULE)
+    assert len(paired_runs(cand)) == 16
+
+
+def test_within_task_evidence_promotes_a_rule_that_tells_runs_of_one_task_apart(hashing) -> None:
+    mem = _mem(hashing, **{"promotion.evidence": "within_task"})
+    _rule(mem)
+    # three customers: a run that ignored the rule failed, then a retry that followed it succeeded
+    mem.write_episodes([_run(2 * k + j, f"C{k}00", follow=j == 1, ok=j == 1) for k in range(2) for j in range(2)])
+    (cand,) = mem.records(Kind.CANDIDATE)
+    assert pairs(cand)[:2] == (2, 0) and cand.confidence == pytest.approx(0.875)  # two tasks: not yet
+    mem.write_episodes([_run(4 + j, "C900", follow=j == 1, ok=j == 1) for j in range(2)])
+    (rule,) = mem.records(Kind.RULE)
+    assert pairs(rule)[:2] == (3, 0) and rule.confidence == pytest.approx(0.9375)
+    # a pair that disagrees (the follower failed, the one that ignored it succeeded) weakens it
+    mem.write_episodes([_run(6 + j, "C950", follow=j == 0, ok=j == 1) for j in range(2)])
+    (rule,) = mem.records(Kind.RULE)
+    assert pairs(rule)[:2] == (3, 1) and rule.confidence == pytest.approx(0.8125)
+
+
 def test_a_lucky_order_is_weakened_by_the_runs_that_follow_it(hashing) -> None:
     mem = _mem(hashing)
     mem.write("Before issue_refund, call lookup_order only.", confidence=0.6, counter_examples=["x"],
@@ -88,20 +119,22 @@ def test_a_lucky_order_is_weakened_by_the_runs_that_follow_it(hashing) -> None:
     assert counts(cand)["fx"] == 5 and cand.confidence < 0.3 and not mem.records(Kind.RULE)
 
 
-def test_the_evidence_path_reads_no_judging_label(hashing) -> None:
+@pytest.mark.parametrize("evidence", ["runs", "within_task"])
+def test_the_evidence_path_reads_no_judging_label(hashing, evidence) -> None:
     # the same runs with their ground-truth task types and task ids shuffled: the same evidence, confidences, rules
-    runs = [_run(i, f"C{i % 3}00", follow=i % 3 != 1, ok=i % 3 != 1) for i in range(9)]
+    runs = [_run(i, f"C{i % 3}00", follow=i % 2 == 0, ok=i % 2 == 0) for i in range(9)]  # both kinds per task
     shuffled = [dict(r, task_type=t, task_id=k) for r, t, k in
                 zip(runs, ["a", "b", "c"] * 3, [f"task-{(i * 7) % 9}" for i in range(9)])]
 
     def state(episodes: list[dict]) -> list:
-        mem = _mem(hashing)
+        mem = _mem(hashing, **{"promotion.evidence": evidence})
         _rule(mem)
         mem.write_episodes(episodes)
-        return sorted((r.kind.value, r.content, round(r.confidence, 12), json.dumps(counts(r)))
+        return sorted((r.kind.value, r.content, round(r.confidence, 12), json.dumps(counts(r)), pairs(r))
                       for r in mem.records(Kind.CANDIDATE) + mem.records(Kind.RULE))
 
     assert state(runs) == state(shuffled)
+    assert any(row[-1][0] for row in state(runs)) == (evidence == "within_task")  # pairs only where read
 
 
 def test_no_lucky_rule_reaches_l3_on_the_synthetic_lucky_scenario(minilm, tmp_path: Path) -> None:

@@ -68,6 +68,13 @@ class PromotionConfig(Section):
     verify: bool = Field(True, json_schema_extra=affects(WRITE))
     """Verify candidates and rules that carry a checkable form by the later runs that reach their step
     (:mod:`hindsight_lab.memory.verify`): their confidence follows those runs' outcomes."""
+    evidence: Literal["runs", "within_task"] = Field("runs", json_schema_extra=affects(WRITE))
+    """What a verified rule's confidence is read from (``verify``): ``runs``, the success rates of every later run
+    that followed it and of every one that did not; ``within_task``, only the pairs of runs of one task (the same
+    instance, ``same_task_overlap``; the runs it was proposed from included) that it tells apart — one followed it and
+    one did not, one succeeded and one failed — so a rule whose followers were merely in easier tasks gains nothing
+    (the null its lift is tested against, :mod:`hindsight_lab.replay.lift`). Then the tasks that confirm it are
+    those with a pair that agrees with it."""
     distinct: Literal["tasks", "episodes"] = Field("tasks", json_schema_extra=affects(WRITE))
     """What counts as different: ``tasks`` — runs about different instances (the identifiers they name,
     ``same_task_overlap``) or, for two successes, that changed different things (their state-changing tools: one

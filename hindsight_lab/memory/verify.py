@@ -12,6 +12,14 @@ success rate, ``P(p_followed > p_ignored)``; before any run reached its step, it
 proposed (``attrs.proposed``). A lucky rule — a wrong order that once succeeded — is weakened by the later runs that
 follow it and fail, whatever the reflector thought of it.
 
+With ``promotion.evidence: within_task`` the confidence is read from pairs of runs of one task instead (the same
+instance, :func:`~hindsight_lab.trace.summary.same_instance`; the runs a rule was proposed from included): a pair
+it tells apart — one run followed it and the other did not, one succeeded and the other failed — **agrees** when the
+run that followed succeeded. With a uniform prior on the chance ``θ`` that such a pair agrees, the confidence is
+``P(θ > ½)`` (:func:`agree_probability`), the proposed one while no pair exists, and the tasks that confirm the rule
+are those of its agreeing pairs. A rule whose followers were only in easier tasks gains nothing: that is what the
+null of its lift keeps (:mod:`hindsight_lab.replay.lift`).
+
 A candidate is promoted (article §3.3, "three verifications") when the runs that confirmed it, with the runs it was
 proposed from, come from ``promotion.min_hits`` different tasks — told apart by what they were about, the identifiers
 they named, and for successes by what they changed (:func:`~hindsight_lab.trace.summary.distinct_tasks`), not by a
@@ -29,10 +37,11 @@ Examples:
 from __future__ import annotations
 
 from dataclasses import replace
-from math import exp, lgamma, log
+from math import comb, exp, lgamma, log
 from typing import Any, Mapping
 
 from ..trace.checks import Check
+from ..trace.summary import same_instance
 from ..types import MemoryRecord
 
 #: Codes of the runs a rule's evidence holds: followed and succeeded (``fo``), followed and failed (``fx``),
@@ -69,11 +78,65 @@ def counts(rec: MemoryRecord) -> dict[str, int]:
     return out
 
 
-def settle(rec: MemoryRecord) -> MemoryRecord:
-    """The record with its confidence as its evidence says (the proposed confidence while it has none)."""
-    ev = evidence(rec)
+def agree_probability(agree: int, disagree: int) -> float:
+    """``P(θ > ½)`` for ``θ ~ Beta(1 + agree, 1 + disagree)``: ``P(Binomial(agree + disagree + 1, ½) ≤ agree)``.
+
+    Examples:
+        >>> agree_probability(0, 0), agree_probability(3, 0), round(agree_probability(4, 1), 4)
+        (0.5, 0.9375, 0.8906)
+    """
+    n = agree + disagree + 1
+    return sum(comb(n, k) for k in range(agree + 1)) / 2 ** n
+
+
+def paired_runs(rec: MemoryRecord) -> dict[str, tuple[str, tuple[str, ...]]]:
+    """``{episode id: (code, instance signature)}`` of the runs a ``within_task`` rule is verified by (its
+    ``attrs.paired``: the runs it was proposed from and the later runs that reached its step)."""
+    raw = (rec.attrs or {}).get("paired")
+    if not isinstance(raw, Mapping):
+        return {}
+    return {str(k): (str(v[0]), tuple(map(str, v[1]))) for k, v in raw.items()
+            if isinstance(v, (list, tuple)) and len(v) == 2 and v[0] in CODES}
+
+
+def pairs(rec: MemoryRecord, overlap: float = 0.5) -> tuple[int, int, list[str]]:
+    """The pairs of runs of one task (instances overlapping ``overlap`` or more) the record tells apart: how many
+    agree with it, how many disagree, and the episode ids of the agreeing ones.
+
+    Examples:
+        >>> from datetime import datetime, timezone
+        >>> from hindsight_lab.types import Kind
+        >>> paired = {"a1": ["ix", ["a"]], "a2": ["fo", ["a"]], "b1": ["fx", ["b"]], "b2": ["io", ["b"]],
+        ...           "c1": ["fo", ["c"]]}
+        >>> rec = MemoryRecord(id="r", kind=Kind.CANDIDATE, content="x", created_at=datetime.now(timezone.utc),
+        ...                    attrs={"paired": paired})
+        >>> pairs(rec)  # a: the follower succeeded; b: the follower failed; c: alone
+        (1, 1, ['a1', 'a2'])
+    """
+    runs = list(paired_runs(rec).items())
+    agree = disagree = 0
+    agreeing: list[str] = []
+    for i, (e1, (c1, s1)) in enumerate(runs):
+        for e2, (c2, s2) in runs[i + 1:]:
+            if c1[0] == c2[0] or c1[1] == c2[1] or not same_instance(s1, s2, overlap):
+                continue
+            if (c1 if c1[0] == "f" else c2)[1] == "o":
+                agree += 1
+                agreeing += [e1, e2]
+            else:
+                disagree += 1
+    return agree, disagree, list(dict.fromkeys(agreeing))
+
+
+def settle(rec: MemoryRecord, within_task: bool = False, overlap: float = 0.5) -> MemoryRecord:
+    """The record with its confidence as its evidence says (the proposed confidence while it has none); with
+    ``within_task``, as its pairs of runs of one task say (module docstring)."""
     proposed = float((rec.attrs or {}).get("proposed", rec.confidence))
-    conf = helps_probability(counts(rec)) if ev else proposed
+    if within_task:
+        agree, disagree, _ = pairs(rec, overlap)
+        conf = agree_probability(agree, disagree) if agree + disagree else proposed
+    else:
+        conf = helps_probability(counts(rec)) if evidence(rec) else proposed
     return rec if conf == rec.confidence else replace(rec, confidence=conf)
 
 
@@ -85,23 +148,35 @@ def code_of(check: Check, tools: list[str], outcome: str | None, failure_cause: 
     return ("f" if check.followed(tools) else "i") + ("o" if outcome == "success" else "x")
 
 
-def observed(rec: MemoryRecord, episode: MemoryRecord) -> MemoryRecord | None:
+def observed(rec: MemoryRecord, episode: MemoryRecord, within_task: bool = False,
+             overlap: float = 0.5) -> MemoryRecord | None:
     """``rec`` with the evidence of the episode record ``episode`` added and its confidence settled; None when the
-    episode says nothing of it (no check, step not reached, an outside failure, or already counted)."""
+    episode says nothing of it (no check, step not reached, an outside failure, or already counted). A run it was
+    proposed from is no evidence (``attrs.evidence``), but with ``within_task`` it joins the record's pairs
+    (``attrs.paired``, with its instance signature)."""
     check = Check.of((rec.attrs or {}).get("check"))
-    eid = episode.source_episode_ids[0] if episode.source_episode_ids else episode.id
-    if check is None or eid in rec.source_episode_ids:
+    if check is None:
         return None
+    eid = episode.source_episode_ids[0] if episode.source_episode_ids else episode.id
     a = episode.attrs or {}
     code = code_of(check, list(a.get("tools", ())), episode.outcome, a.get("failure_cause"))
-    ev = evidence(rec)
-    if code is None or ev.get(eid) == code:
+    if code is None:
         return None
-    attrs: dict[str, Any] = {**rec.attrs, "evidence": {**ev, eid: code}}
+    attrs: dict[str, Any] = dict(rec.attrs)
+    ev = evidence(rec)
+    if eid not in rec.source_episode_ids and ev.get(eid) != code:
+        attrs["evidence"] = {**ev, eid: code}
+    if within_task and paired_runs(rec).get(eid, ("",))[0] != code:
+        attrs["paired"] = {**attrs.get("paired", {}), eid: [code, list(a.get("instance", ()))]}
+    if attrs == rec.attrs:
+        return None
     attrs.setdefault("proposed", rec.confidence)
-    return settle(replace(rec, attrs=attrs))
+    return settle(replace(rec, attrs=attrs), within_task, overlap)
 
 
-def confirming(rec: MemoryRecord) -> list[str]:
-    """The episode ids that confirmed the record (followed and succeeded, or ignored and failed)."""
+def confirming(rec: MemoryRecord, within_task: bool = False, overlap: float = 0.5) -> list[str]:
+    """The episode ids that confirmed the record: those that followed it and succeeded, or ignored it and failed;
+    with ``within_task``, those of its agreeing pairs."""
+    if within_task:
+        return pairs(rec, overlap)[2]
     return [eid for eid, code in evidence(rec).items() if code in CONFIRMS]

@@ -184,6 +184,8 @@ class Writes:
     def rule(self, incoming: MemoryRecord, emb: np.ndarray, now: datetime) -> WriteResult:
         """Write a rule (DESIGN §2.3): one within ``dedup.similarity`` of an L3 rule confirms it; else one within it
         of the nearest candidate merges into that candidate, which is promoted when it qualifies; else it is new."""
+        if self._pairing["within_task"]:
+            incoming = self._with_sources(incoming)
         rule = self.nearest_match(Bucket.RULE, incoming, emb)
         if rule is not None:
             return WriteResult("confirmed", self._merge_into(rule[0], incoming, Bucket.RULE, now))
@@ -198,6 +200,23 @@ class Writes:
         if self.promotable(merged):
             return WriteResult("merged", self.promote(merged, candidate[1], now), promoted=True)
         return WriteResult("merged", merged)
+
+    def _with_sources(self, rec: MemoryRecord) -> MemoryRecord:
+        """A ``within_task`` rule with the runs it was proposed from among its pairs (:func:`.verify.observed`)."""
+        for eid in rec.source_episode_ids:
+            episode = self._episode(eid)
+            new = verify.observed(rec, episode, **self._pairing) if episode is not None else None
+            rec = new or rec
+        return rec
+
+    def _episode(self, episode_id: str) -> MemoryRecord | None:
+        """The stored record of an episode (archived since, or not), else None."""
+        rid = self.index.record_of_episode(episode_id)
+        for bucket in (Bucket.EPISODE, Bucket.ARCHIVE) if rid else ():
+            found = self.store.get(bucket, [rid])
+            if found:
+                return found[0][0]
+        return None
 
     def nearest_match(self, bucket: Bucket, rec: MemoryRecord, emb: np.ndarray
                       ) -> tuple[MemoryRecord, np.ndarray] | None:
@@ -241,7 +260,7 @@ class Writes:
         return OfflineDetector(min_overlap=c.min_overlap).judge(a.content, b.content).conflict
 
     def _merge_into(self, target: MemoryRecord, new: MemoryRecord, bucket: Bucket, now: datetime) -> MemoryRecord:
-        merged = verify.settle(target.merged_with(new, confirmed_at=now))  # evidence, where it has some, decides
+        merged = verify.settle(target.merged_with(new, confirmed_at=now), **self._pairing)  # evidence decides
         self.update(bucket, [merged])
         return merged
 
@@ -256,9 +275,20 @@ class Writes:
             return False  # verified, but no later run that followed it succeeded: never shown to work
         return self.confirmations(rec) >= p.min_hits
 
+    @property
+    def _pairing(self) -> dict[str, Any]:
+        """How verification reads evidence (``promotion.evidence``), as :mod:`.verify` takes it."""
+        p = self.config.promotion
+        return {"within_task": p.evidence == "within_task", "overlap": p.same_task_overlap}
+
     def confirmations(self, rec: MemoryRecord) -> int:
-        """How many different tasks (or episodes, ``promotion.distinct``) confirmed the record."""
-        episodes = list(dict.fromkeys([*rec.source_episode_ids, *verify.confirming(rec)]))
+        """How many different tasks (or episodes, ``promotion.distinct``) confirmed the record: those it was
+        proposed from and the later runs that confirmed it, or (``promotion.evidence: within_task``) the runs of its
+        agreeing pairs."""
+        if self._pairing["within_task"]:
+            episodes = verify.confirming(rec, **self._pairing)
+        else:
+            episodes = list(dict.fromkeys([*rec.source_episode_ids, *verify.confirming(rec)]))
         if self.config.promotion.distinct == "episodes":
             return len(episodes)
         return distinct_tasks([self._task(e) for e in episodes], self.config.promotion.same_task_overlap)
@@ -267,18 +297,15 @@ class Writes:
         """What an episode was about and, for a success, what it changed (:func:`~hindsight_lab.trace.summary.
         distinct_tasks`): its stored signature (its own id when it has none or is not stored: a task of its own) and
         its state-changing tools."""
-        rid = self.index.record_of_episode(episode_id)
-        for bucket in (Bucket.EPISODE, Bucket.ARCHIVE) if rid else ():
-            found = self.store.get(bucket, [rid])
-            if found:
-                rec = found[0][0]
-                attrs = rec.attrs or {}
-                sig = tuple(attrs.get("instance") or ()) or (f"episode:{episode_id}",)
-                if rec.outcome != "success":
-                    return sig, None
-                read_only = self.config.episode.read_only_prefixes
-                return sig, frozenset(t for t in attrs.get("tools", ()) if not is_read_only(t, read_only))
-        return (f"episode:{episode_id}",), None
+        rec = self._episode(episode_id)
+        if rec is None:
+            return (f"episode:{episode_id}",), None
+        attrs = rec.attrs or {}
+        sig = tuple(attrs.get("instance") or ()) or (f"episode:{episode_id}",)
+        if rec.outcome != "success":
+            return sig, None
+        read_only = self.config.episode.read_only_prefixes
+        return sig, frozenset(t for t in attrs.get("tools", ()) if not is_read_only(t, read_only))
 
     def _verify_rules(self, episode: MemoryRecord, now: datetime) -> None:
         """The later evidence an episode brings to the candidates and rules that check a step it reached."""
@@ -291,7 +318,7 @@ class Writes:
                 by_bucket.setdefault(bucket, []).append(rid)
         for bucket, rids in sorted(by_bucket.items()):
             for rec, emb in self.store.get(bucket, rids):
-                new = verify.observed(rec, episode)
+                new = verify.observed(rec, episode, **self._pairing)
                 if new is None:
                     continue
                 self.update(bucket, [new])

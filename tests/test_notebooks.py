@@ -174,6 +174,11 @@ def _check_replay(nb: nbformat.NotebookNode) -> None:
         assert line in modes, f"per-mode tables:\n{modes}"
     assert "lift" in _text(_outputs(nb, 'report.metrics["lift"]')) or "no later run" in \
         _text(_outputs(nb, 'report.metrics["lift"]'))
+    ceiling = _text(_outputs(nb, 'report.metrics["rule_ceiling"]'))
+    assert "tasks have both a success and a failure" in ceiling and "order" in ceiling and "avoid" in ceiling, ceiling
+    explained = _text(_outputs(nb, "explain_queries(data.paths"))
+    for column in ("rank", "semantic", "lexical", "task_type_match", "score", "repeat"):
+        assert column in explained, f"explained query:\n{explained}"
 
 
 def _check_agent_loop(nb: nbformat.NotebookNode) -> None:

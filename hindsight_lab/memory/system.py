@@ -165,12 +165,7 @@ class MemorySystem:
     def stored_episode(self, episode_id: str) -> MemoryRecord | None:
         """The stored record of the episode ``episode_id`` (archived ones included), or None."""
         self.ensure_open()
-        rid = self.index_.record_of_episode(episode_id)
-        for bucket in (Bucket.EPISODE, Bucket.ARCHIVE) if rid else ():
-            found = self.store.get(bucket, [rid])
-            if found:
-                return found[0][0]
-        return None
+        return self._writes.stored_episode(episode_id)
 
     def derived_from(self, episode_id: str) -> bool:
         """Whether a candidate or rule (archived ones included) has ``episode_id`` among its sources."""

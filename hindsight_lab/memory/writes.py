@@ -204,12 +204,12 @@ class Writes:
     def _with_sources(self, rec: MemoryRecord) -> MemoryRecord:
         """A ``within_task`` rule with the runs it was proposed from among its pairs (:func:`.verify.observed`)."""
         for eid in rec.source_episode_ids:
-            episode = self._episode(eid)
+            episode = self.stored_episode(eid)
             new = verify.observed(rec, episode, **self._pairing) if episode is not None else None
             rec = new or rec
         return rec
 
-    def _episode(self, episode_id: str) -> MemoryRecord | None:
+    def stored_episode(self, episode_id: str) -> MemoryRecord | None:
         """The stored record of an episode (archived since, or not), else None."""
         rid = self.index.record_of_episode(episode_id)
         for bucket in (Bucket.EPISODE, Bucket.ARCHIVE) if rid else ():
@@ -297,7 +297,7 @@ class Writes:
         """What an episode was about and, for a success, what it changed (:func:`~hindsight_lab.trace.summary.
         distinct_tasks`): its stored signature (its own id when it has none or is not stored: a task of its own) and
         its state-changing tools."""
-        rec = self._episode(episode_id)
+        rec = self.stored_episode(episode_id)
         if rec is None:
             return (f"episode:{episode_id}",), None
         attrs = rec.attrs or {}

@@ -9,7 +9,9 @@ it) — the pairs of runs of one task that the rule tells apart are counted: one
 not, and one succeeded and the other failed. The pair **agrees** when the run that followed succeeded. With a
 uniform prior on the chance ``θ`` that a pair agrees, a rule is **supported** when ``P(θ > ½)`` is above the
 promotion bar (``promotion.min_mean_confidence``) and its agreeing pairs come from at least ``promotion.min_hits``
-tasks.
+tasks. The lift compares runs of one source agent, so a supported rule must also have, in some source, runs that
+followed it and runs that did not: in a cross-agent replay with one run of each agent per task, a rule that only
+marks the better agent's habits has agreeing pairs but nothing to compare.
 
 The count is an optimistic ceiling: every rule of the form is tried on the whole dataset at once (many tries, some
 pass by chance), where a memory sees runs one at a time and only the rules its reflector proposes. A dataset with no
@@ -41,11 +43,14 @@ FORMS: tuple[str, ...] = ("order", "call", "avoid")
 
 @dataclass(frozen=True)
 class Support:
-    """A rule's within-task evidence: agreeing and disagreeing pairs, and the tasks of the agreeing ones."""
+    """A rule's within-task evidence: agreeing and disagreeing pairs, the tasks of the agreeing ones, and whether
+    some source agent has runs that followed it and runs that did not (``compared``: the lift compares runs of one
+    source, so a rule that only marks one agent's habits compares nothing)."""
 
     agree: int
     disagree: int
     tasks: int
+    compared: bool = True
 
     @property
     def probability(self) -> float:
@@ -60,9 +65,12 @@ def within_task_support(runs: Sequence[Run], applies: Callable[[Run], bool],
     """Count the pairs of runs of one task, both of which the rule ``applies`` to, that it tells apart (one
     ``followed`` it, one succeeded)."""
     by_task: dict[str, list[tuple[bool, bool]]] = defaultdict(list)
+    by_source: dict[str, set[bool]] = defaultdict(set)
     for r in runs:
         if applies(r):
-            by_task[r.task].append((followed(r), r.success))
+            f = followed(r)
+            by_task[r.task].append((f, r.success))
+            by_source[r.source].add(f)
     agree = disagree = 0
     tasks = set()
     for task, rows in by_task.items():
@@ -73,7 +81,7 @@ def within_task_support(runs: Sequence[Run], applies: Callable[[Run], bool],
                     tasks.add(task)
                 else:
                     disagree += 1
-    return Support(agree, disagree, len(tasks))
+    return Support(agree, disagree, len(tasks), any(len(v) == 2 for v in by_source.values()))
 
 
 def _rules(tools: Sequence[str]) -> list[tuple[str, str, Callable[[Run], bool], Callable[[Run], bool]]]:
@@ -101,7 +109,7 @@ def rule_ceiling(episodes: Sequence[Any], *, min_confidence: float = 0.7, min_ta
     for form, text, applies, followed in _rules(tools):
         tried[form] += 1
         s = within_task_support(runs, applies, followed)
-        if s.probability > min_confidence and s.tasks >= min_tasks:
+        if s.probability > min_confidence and s.tasks >= min_tasks and s.compared:
             found[form].append((s.probability, text, s))
     outcomes: dict[str, set[bool]] = defaultdict(set)
     for r in runs:

@@ -28,6 +28,17 @@ def test_only_pairs_of_one_task_count_and_the_follower_decides_agreement() -> No
     assert (s.agree, s.disagree, s.tasks) == (2, 1, 1)  # d1–d2, d3–d2 agree; c1–c2 disagrees; a and b never pair
 
 
+def test_a_rule_that_only_marks_one_agents_habit_compares_nothing() -> None:
+    # one run of each agent per task: agent b always verifies and succeeds, agent a never does and fails
+    runs = [Run(f"{t}{agent}", t, agent, 0, ("verify", "pay") if agent == "b" else ("pay",), agent == "b")
+            for t in ("t1", "t2", "t3", "t4") for agent in ("a", "b")]
+    s = within_task_support(runs, *_before("verify", "pay"))
+    assert (s.agree, s.tasks) == (4, 4) and s.probability > 0.9 and not s.compared
+    # once agent a verifies in one task, its runs can be compared
+    runs[0] = Run("t1a", "t1", "a", 0, ("verify", "pay"), False)
+    assert within_task_support(runs, *_before("verify", "pay")).compared
+
+
 def test_the_probability_is_the_beta_posterior_that_pairs_agree_more_often_than_not() -> None:
     from scipy.stats import beta
 

@@ -15,9 +15,9 @@ from ..datasets.combine import ORDERS, file_sha256
 from ..errors import ConfigError, NothingToDo
 from ..metrics import Judgements
 from ..metrics.modes import MODES, judge_mode
+from .ceiling import rule_ceiling
 from .engine import ReplayRun, run_conversations, run_episodes
 from .journal import JOURNAL_DIR, Journal
-from .ceiling import rule_ceiling
 from .lift import lift_report
 from .records import rules_injected
 from .report import EMPTY_QUERY_SET, METRICS, ReplayReport, judge

@@ -32,9 +32,9 @@ from __future__ import annotations
 from collections import defaultdict
 from dataclasses import dataclass
 from itertools import combinations, permutations
-from math import comb
 from typing import Any, Callable, Sequence
 
+from ..memory.verify import agree_probability
 from .lift import Run, runs_of
 
 #: The rule forms counted, in report order; ``order`` is the only one a rule's check can express today.
@@ -54,10 +54,9 @@ class Support:
 
     @property
     def probability(self) -> float:
-        """``P(θ > ½)`` for ``θ ~ Beta(1 + agree, 1 + disagree)``, which is
-        ``P(Binomial(agree + disagree + 1, ½) ≤ agree)``."""
-        n = self.agree + self.disagree + 1
-        return sum(comb(n, k) for k in range(self.agree + 1)) / 2 ** n
+        """``P(θ > ½)`` for ``θ ~ Beta(1 + agree, 1 + disagree)`` (what ``promotion.evidence: within_task`` reads,
+        :func:`~hindsight_lab.memory.verify.agree_probability`)."""
+        return agree_probability(self.agree, self.disagree)
 
 
 def within_task_support(runs: Sequence[Run], applies: Callable[[Run], bool],

@@ -89,6 +89,23 @@ def agree_probability(agree: int, disagree: int) -> float:
     return sum(comb(n, k) for k in range(agree + 1)) / 2 ** n
 
 
+def pair_vote(first: tuple[bool, bool], second: tuple[bool, bool]) -> int:
+    """What a pair of runs of one task, each ``(followed, succeeded)``, says of a rule: 1 when it agrees (one
+    followed it and succeeded, the other did not follow it and failed), -1 when it disagrees, 0 when the rule does
+    not tell the two apart (both followed it or neither did, or both ended alike).
+
+    Examples:
+        >>> pair_vote((True, True), (False, False)), pair_vote((False, True), (True, False))
+        (1, -1)
+        >>> pair_vote((True, True), (False, True)), pair_vote((True, True), (True, False))
+        (0, 0)
+    """
+    (f1, ok1), (f2, ok2) = first, second
+    if f1 == f2 or ok1 == ok2:
+        return 0
+    return 1 if (ok1 if f1 else ok2) else -1
+
+
 def paired_runs(rec: MemoryRecord) -> dict[str, tuple[str, tuple[str, ...]]]:
     """``{episode id: (code, instance signature)}`` of the runs a ``within_task`` rule is verified by (its
     ``attrs.paired``: the runs it was proposed from and the later runs that reached its step)."""
@@ -118,9 +135,10 @@ def pairs(rec: MemoryRecord, overlap: float = 0.5) -> tuple[int, int, list[str]]
     agreeing: list[str] = []
     for i, (e1, (c1, s1)) in enumerate(runs):
         for e2, (c2, s2) in runs[i + 1:]:
-            if c1[0] == c2[0] or c1[1] == c2[1] or not same_instance(s1, s2, overlap):
+            vote = pair_vote((c1[0] == "f", c1[1] == "o"), (c2[0] == "f", c2[1] == "o"))
+            if not vote or not same_instance(s1, s2, overlap):
                 continue
-            if (c1 if c1[0] == "f" else c2)[1] == "o":
+            if vote > 0:
                 agree += 1
                 agreeing += [e1, e2]
             else:

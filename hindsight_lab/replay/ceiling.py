@@ -34,7 +34,8 @@ from dataclasses import dataclass
 from itertools import combinations, permutations
 from typing import Any, Callable, Sequence
 
-from ..memory.verify import agree_probability
+from ..memory.verify import agree_probability, pair_vote
+from ..trace.checks import Check
 from .lift import Run, runs_of
 
 #: The rule forms counted, in report order; ``order`` is the only one a rule's check can express today.
@@ -73,13 +74,13 @@ def within_task_support(runs: Sequence[Run], applies: Callable[[Run], bool],
     agree = disagree = 0
     tasks = set()
     for task, rows in by_task.items():
-        for (f1, ok1), (f2, ok2) in combinations(rows, 2):
-            if f1 != f2 and ok1 != ok2:
-                if (ok1 if f1 else ok2):
-                    agree += 1
-                    tasks.add(task)
-                else:
-                    disagree += 1
+        for first, second in combinations(rows, 2):
+            vote = pair_vote(first, second)
+            if vote > 0:
+                agree += 1
+                tasks.add(task)
+            elif vote < 0:
+                disagree += 1
     return Support(agree, disagree, len(tasks), any(len(v) == 2 for v in by_source.values()))
 
 
@@ -87,8 +88,9 @@ def _rules(tools: Sequence[str]) -> list[tuple[str, str, Callable[[Run], bool], 
     """Every rule of every form over ``tools``: (form, text, applies, followed)."""
     out: list[tuple[str, str, Callable[[Run], bool], Callable[[Run], bool]]] = []
     for a, b in permutations(tools, 2):
-        out.append(("order", f"Before {b}, call {a} first.", lambda r, b=b: b in r.tools,
-                    lambda r, a=a, b=b: a in r.tools[:r.tools.index(b)]))
+        check = Check((a, b))
+        out.append(("order", f"Before {b}, call {a} first.", lambda r, c=check: c.reaches(r.tools),
+                    lambda r, c=check: c.followed(r.tools)))
     for t in tools:
         out.append(("call", f"Call {t}.", lambda r: True, lambda r, t=t: t in r.tools))
         out.append(("avoid", f"Never call {t}.", lambda r: True, lambda r, t=t: t not in r.tools))

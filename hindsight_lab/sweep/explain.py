@@ -25,7 +25,9 @@ from ..retrieve.rerank import TERMS
 if TYPE_CHECKING:
     import pandas as pd
 
+    from ..retrieve.params import ParamBatch
     from .cache import CachedQuery, ReplayCache
+    from .evaluate import FastEvaluator
 
 #: The frame's name of each rerank term (``task_type`` is also the record's own column).
 TERM_COLUMNS = tuple("task_type_match" if t == "task_type" else t for t in TERMS)
@@ -79,7 +81,9 @@ def explain_queries(path: str | Path | Sequence[str | Path], query_ids: Sequence
     """
     from ..datasets.registry import resolve
     from ..embed import embedder_for
+    from ..retrieve.params import ParamBatch, RerankParams
     from .cache import capture, load_episode_data
+    from .evaluate import FastEvaluator
 
     cfg = config or LabConfig()
     data = load_episode_data(resolve(path), format=format, limit=limit)
@@ -87,7 +91,9 @@ def explain_queries(path: str | Path | Sequence[str | Path], query_ids: Sequence
     cache = capture(data, cfg, embedder=embedder or embedder_for(cfg.embedder), top_k=top_k)
     by_id = {q.query_id: q for q in cache.queries}
     texts = {ep.episode_id: ep.instruction for ep in data.episodes}
-    return [_explain(by_id[qid], texts[qid], cache, text_chars) for qid in query_ids]
+    ranker = FastEvaluator(cache)
+    batch = ParamBatch.of(RerankParams.from_config(cache.config.retrieval))
+    return [_explain(by_id[qid], texts[qid], cache, ranker, batch, text_chars) for qid in query_ids]
 
 
 def _check_ids(query_ids: Sequence[str], data: Any) -> None:
@@ -103,19 +109,17 @@ def _check_ids(query_ids: Sequence[str], data: Any) -> None:
                               "none of its task type")
 
 
-def _explain(query: "CachedQuery", text: str, cache: "ReplayCache", text_chars: int) -> QueryExplanation:
+def _explain(query: "CachedQuery", text: str, cache: "ReplayCache", ranker: "FastEvaluator", batch: "ParamBatch",
+             text_chars: int) -> QueryExplanation:
     import pandas as pd
 
     from ..retrieve.features import feature_matrix
-    from ..retrieve.params import ParamBatch, RerankParams
     from ..retrieve.rerank import base_scores
-    from .evaluate import FastEvaluator
 
     cs = query.candidates
-    batch = ParamBatch.of(RerankParams.from_config(cache.config.retrieval))
     feats = feature_matrix(cs.raw, batch).reshape(len(cs), len(TERMS))
     score = base_scores(feats, batch.weight_matrix(TERMS))[0]
-    injected = [int(i) for i in FastEvaluator(cache).inject(query, batch)[0] if i >= 0] if len(cs) else []
+    injected = [int(i) for i in ranker.inject(query, batch)[0] if i >= 0] if len(cs) else []
     rank = {i: r for r, i in enumerate(injected, 1)}
     order = injected + sorted(set(range(len(cs))) - set(rank), key=lambda i: (-score[i], i))
     modes = tuple(query.judged)

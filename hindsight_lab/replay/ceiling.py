@@ -1,22 +1,25 @@
-"""What recorded traces can support: how many tool-level rules predict success **within** a task.
+"""What recorded traces can support: how many rules of a checkable form predict success **within** a task.
 
 A promoted rule's lift is tested against a null that shuffles outcomes among the runs of each task
 (:mod:`.lift`): a rule passes only if, among runs of one task, those that follow it succeed more often. Whether a
 dataset holds such rules at all can be read from the traces alone, before any memory runs. For every rule of a
 form — ``order`` (one tool before another: the :class:`~hindsight_lab.trace.checks.Check` a reflector writes, with
-one prerequisite), and two forms no check expresses yet, ``call`` (call a tool at all) and ``avoid`` (never call
-it) — the pairs of runs of one task that the rule tells apart are counted: one run followed it and the other did
-not, and one succeeded and the other failed. The pair **agrees** when the run that followed succeeded. With a
-uniform prior on the chance ``θ`` that a pair agrees, a rule is **supported** when ``P(θ > ½)`` is above the
-promotion bar (``promotion.min_mean_confidence``) and its agreeing pairs come from at least ``promotion.min_hits``
-tasks. The lift compares runs of one source agent, so a supported rule must also have, in some source, runs that
-followed it and runs that did not: in a cross-agent replay with one run of each agent per task, a rule that only
-marks the better agent's habits has agreeing pairs but nothing to compare.
+one prerequisite), and forms no check expresses yet, ``call`` (call a tool at all), ``avoid`` (never call it),
+``stated`` and ``grounded`` (pass a tool's argument a value the user said, or one the user said or a tool returned:
+:mod:`hindsight_lab.trace.arguments`) — the pairs of runs of one task that the rule tells apart are counted: one run
+followed it and the other did not, and one succeeded and the other failed. The pair **agrees** when the run that
+followed succeeded. With a uniform prior on the chance ``θ`` that a pair agrees, a rule is **supported** when
+``P(θ > ½)`` is above the promotion bar (``promotion.min_mean_confidence``) and its agreeing pairs come from at least
+``promotion.min_hits`` tasks. The lift compares runs of one source agent, so a supported rule must also have, in
+some source, runs that followed it and runs that did not: in a cross-agent replay with one run of each agent per
+task, a rule that only marks the better agent's habits has agreeing pairs but nothing to compare.
 
-The count is an optimistic ceiling: every rule of the form is tried on the whole dataset at once (many tries, some
-pass by chance), where a memory sees runs one at a time and only the rules its reflector proposes. A dataset with no
-supported rule of a form cannot give promoted rules of that form a lift above the within-task null, however good the
-reflector. Tasks are told apart by the dataset's task ids: this is judging-side analysis, never read by a memory.
+The count is an optimistic ceiling: every rule of the form is tried on the whole dataset at once, where a memory
+sees runs one at a time and only the rules its reflector proposes. Many tries pass by chance, so each form also
+says how many pass with the outcomes shuffled within tasks. A dataset with no more supported rules of a form than
+chance gives cannot give promoted rules of that form a lift above the within-task null, however good the
+reflector. The ``forward`` block replays an ideal memory (:func:`forward_ceiling`), which sees the runs in order.
+Tasks are told apart by the dataset's task ids: this is judging-side analysis, never read by a memory.
 
 Examples:
     >>> from hindsight_lab.replay.lift import Run
@@ -32,14 +35,17 @@ from __future__ import annotations
 from collections import defaultdict
 from dataclasses import dataclass
 from itertools import combinations, permutations
-from typing import Any, Callable, Sequence
+from typing import Any, Callable, Mapping, Sequence
+
+import numpy as np
 
 from ..memory.verify import agree_probability, pair_vote
+from ..trace.arguments import Source, argument_sources
 from ..trace.checks import Check
-from .lift import Run, runs_of
+from .lift import Run, null_lifts, pooled_lift, runs_of, within_task_shuffles
 
 #: The rule forms counted, in report order; ``order`` is the only one a rule's check can express today.
-FORMS: tuple[str, ...] = ("order", "call", "avoid")
+FORMS: tuple[str, ...] = ("order", "call", "avoid", "stated", "grounded")
 
 
 @dataclass(frozen=True)
@@ -64,13 +70,16 @@ def within_task_support(runs: Sequence[Run], applies: Callable[[Run], bool],
                         followed: Callable[[Run], bool]) -> Support:
     """Count the pairs of runs of one task, both of which the rule ``applies`` to, that it tells apart (one
     ``followed`` it, one succeeded)."""
+    return _support([(r, followed(r)) for r in runs if applies(r)])
+
+
+def _support(marked: Sequence[tuple[Run, bool]]) -> Support:
+    """:func:`within_task_support` over the runs a rule applies to, each with whether it followed the rule."""
     by_task: dict[str, list[tuple[bool, bool]]] = defaultdict(list)
     by_source: dict[str, set[bool]] = defaultdict(set)
-    for r in runs:
-        if applies(r):
-            f = followed(r)
-            by_task[r.task].append((f, r.success))
-            by_source[r.source].add(f)
+    for r, f in marked:
+        by_task[r.task].append((f, r.success))
+        by_source[r.source].add(f)
     agree = disagree = 0
     tasks = set()
     for task, rows in by_task.items():
@@ -84,8 +93,12 @@ def within_task_support(runs: Sequence[Run], applies: Callable[[Run], bool],
     return Support(agree, disagree, len(tasks), any(len(v) == 2 for v in by_source.values()))
 
 
-def _rules(tools: Sequence[str]) -> list[tuple[str, str, Callable[[Run], bool], Callable[[Run], bool]]]:
-    """Every rule of every form over ``tools``: (form, text, applies, followed)."""
+def _rules(runs: Sequence[Run], sources: Mapping[str, Mapping[tuple[str, str], Source]]
+           ) -> list[tuple[str, str, Callable[[Run], bool], Callable[[Run], bool]]]:
+    """Every rule of every form over the tools and arguments of ``runs``: (form, text, applies, followed).
+    ``sources``: episode id → where its argument values came from
+    (:func:`~hindsight_lab.trace.arguments.argument_sources`)."""
+    tools = sorted({t for r in runs for t in r.tools})
     out: list[tuple[str, str, Callable[[Run], bool], Callable[[Run], bool]]] = []
     for a, b in permutations(tools, 2):
         check = Check((a, b))
@@ -94,32 +107,102 @@ def _rules(tools: Sequence[str]) -> list[tuple[str, str, Callable[[Run], bool], 
     for t in tools:
         out.append(("call", f"Call {t}.", lambda r: True, lambda r, t=t: t in r.tools))
         out.append(("avoid", f"Never call {t}.", lambda r: True, lambda r, t=t: t not in r.tools))
+    for tool, arg in sorted({key for r in runs for key in sources[r.episode_id]}):
+        def applies(r: Run, key: tuple[str, str] = (tool, arg)) -> bool:
+            return key in sources[r.episode_id]
+        out.append(("stated", f"Call {tool} with the {arg} the user stated.", applies,
+                    lambda r, key=(tool, arg): sources[r.episode_id][key].stated))
+        out.append(("grounded", f"Call {tool} with a {arg} the user stated or a tool returned.", applies,
+                    lambda r, key=(tool, arg): sources[r.episode_id][key].grounded))
+    return out
+
+
+def ideal_promotions(runs: Sequence[Run], *, min_confidence: float = 0.7, min_tasks: int = 3
+                     ) -> list[tuple[Check, int]]:
+    """The ``order`` rules an ideal memory would promote, each with the order of the run after which it would:
+    every rule is proposed from the first run, and promoted as soon as the runs so far support it within tasks
+    (the module's test, on the runs before, as ``promotion.evidence: within_task`` reads them)."""
+    promoted = []
+    for a, b in permutations(sorted({t for r in runs for t in r.tools}), 2):
+        check = Check((a, b))
+        by_task: dict[str, list[tuple[bool, bool]]] = defaultdict(list)
+        by_source: dict[str, set[bool]] = defaultdict(set)
+        agree = disagree = 0
+        tasks: set[str] = set()
+        for r in runs:
+            if not check.reaches(r.tools):
+                continue
+            row = (check.followed(r.tools), r.success)
+            for other in by_task[r.task]:
+                vote = pair_vote(row, other)
+                agree, disagree = agree + (vote > 0), disagree + (vote < 0)
+                if vote > 0:
+                    tasks.add(r.task)
+            by_task[r.task].append(row)
+            by_source[r.source].add(row[0])
+            if (len(tasks) >= min_tasks and agree_probability(agree, disagree) > min_confidence
+                    and any(len(v) == 2 for v in by_source.values())):
+                promoted.append((check, r.order))
+                break
+    return promoted
+
+
+def forward_ceiling(runs: Sequence[Run], *, min_confidence: float = 0.7, min_tasks: int = 3, seed: int = 0,
+                    n: int = 1000) -> dict[str, Any]:
+    """The lift an ideal memory's promoted ``order`` rules (:func:`ideal_promotions`) show on the runs after their
+    promotion, against the lift's null (:func:`~.lift.null_lifts`): the best a replay's lift block
+    could read with rules of the only form a check expresses, whatever the reflector. Still optimistic (every rule
+    proposed at once), but honest about time: a rule is judged only on runs it has not seen."""
+    pairs = ideal_promotions(runs, min_confidence=min_confidence, min_tasks=min_tasks)
+    lift, compared = pooled_lift(pairs, runs)
+    out: dict[str, Any] = {"promoted": len(pairs), "lift": lift if compared else None, "runs_compared": compared}
+    if compared:
+        null = null_lifts(pairs, runs, seed, n)
+        out.update(null_mean=float(np.nanmean(null)), null_p95=float(np.nanpercentile(null, 95)),
+                   p_value=float((1 + np.sum(null >= lift - 1e-12)) / (1 + np.sum(~np.isnan(null)))))
     return out
 
 
 def rule_ceiling(episodes: Sequence[Any], *, min_confidence: float = 0.7, min_tasks: int = 3,
-                 examples: int = 3) -> dict[str, Any]:
+                 examples: int = 3, shuffles: int = 100, seed: int = 0) -> dict[str, Any]:
     """The ``rule_ceiling`` block of a replay's ``metrics.json``: per form, how many rules were tried and how many
     are supported within tasks (module docstring), with the best ``examples``; and how many tasks have both a
     success and a failure (only those can tell a rule's followers from the others). Failures of an outside cause
-    are left out, as in the lift."""
+    are left out, as in the lift.
+
+    Each form also says how many rules chance alone supports: the same count over ``shuffles`` shuffles of the
+    outcomes among the runs of each task (the lift's null, :func:`~.lift.within_task_shuffles`), as ``chance_mean``,
+    ``chance_p95`` and ``p_value`` (the share of shuffles, one added to each side, that support as many rules or
+    more). Hundreds of rules are tried, so some pass by chance: a count no higher than chance's says the traces
+    hold no rule of that form, only noise that looks like one."""
     runs = runs_of(episodes, outside_failures=False)
-    tools = sorted({t for r in runs for t in r.tools})
-    found: dict[str, list[tuple[float, str, Support]]] = {form: [] for form in FORMS}
-    tried = dict.fromkeys(FORMS, 0)
-    for form, text, applies, followed in _rules(tools):
-        tried[form] += 1
-        s = within_task_support(runs, applies, followed)
-        if s.probability > min_confidence and s.tasks >= min_tasks and s.compared:
-            found[form].append((s.probability, text, s))
+    sources = {ep.episode_id: argument_sources(ep) for ep in episodes}
+    rules = [(form, text, [(i, followed(r)) for i, r in enumerate(runs) if applies(r)])
+             for form, text, applies, followed in _rules(runs, sources)]
+
+    def supported(runs: Sequence[Run]) -> dict[str, list[tuple[float, str, Support]]]:
+        found: dict[str, list[tuple[float, str, Support]]] = {form: [] for form in FORMS}
+        for form, text, marks in rules:
+            s = _support([(runs[i], f) for i, f in marks])
+            if s.probability > min_confidence and s.tasks >= min_tasks and s.compared:
+                found[form].append((s.probability, text, s))
+        return found
+
+    found = supported(runs)
+    counts = [supported(shuffled) for shuffled in within_task_shuffles(runs, seed, shuffles)]
     outcomes: dict[str, set[bool]] = defaultdict(set)
     for r in runs:
         outcomes[r.task].add(r.success)
     forms = {}
     for form in FORMS:
         best = sorted(found[form], key=lambda x: (-x[0], x[1]))[:examples]
-        forms[form] = {"tried": tried[form], "supported": len(found[form]),
+        null = np.array([len(c[form]) for c in counts], dtype=float)
+        forms[form] = {"tried": sum(f == form for f, _, _ in rules), "supported": len(found[form]),
                        "examples": [{"rule": text, "agree": s.agree, "disagree": s.disagree, "tasks": s.tasks,
                                      "probability": round(p, 4)} for p, text, s in best]}
+        if shuffles:
+            forms[form].update(chance_mean=float(null.mean()), chance_p95=float(np.percentile(null, 95)),
+                               p_value=float((1 + np.sum(null >= len(found[form]))) / (1 + shuffles)))
     return {"tasks": len(outcomes), "tasks_with_both_outcomes": sum(len(v) == 2 for v in outcomes.values()),
-            "min_confidence": min_confidence, "min_tasks": min_tasks, "forms": forms}
+            "min_confidence": min_confidence, "min_tasks": min_tasks, "shuffles": shuffles, "forms": forms,
+            "forward": forward_ceiling(runs, min_confidence=min_confidence, min_tasks=min_tasks, seed=seed)}

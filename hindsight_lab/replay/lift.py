@@ -25,7 +25,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Any, Mapping, Sequence
+from typing import Any, Iterator, Mapping, Sequence
 
 import numpy as np
 
@@ -153,16 +153,19 @@ def _bootstrap(pairs: Sequence[tuple[Check, int]], runs: Sequence[Run], seed: in
 
 def null_lifts(pairs: Sequence[tuple[Check, int]], runs: Sequence[Run], seed: int, n: int) -> np.ndarray:
     """The pooled lift over ``n`` shuffles of the outcomes among the runs of each task."""
-    rng = np.random.default_rng(seed + 1)
+    return np.array([pooled_lift(pairs, shuffled)[0] for shuffled in within_task_shuffles(runs, seed + 1, n)])
+
+
+def within_task_shuffles(runs: Sequence[Run], seed: int, n: int) -> Iterator[list[Run]]:
+    """``n`` copies of ``runs`` with the outcomes shuffled among the runs of each task (seeded): every task keeps
+    its difficulty, and any link between what a run did and whether it succeeded is broken."""
+    rng = np.random.default_rng(seed)
     by_task: dict[str, list[int]] = {}
     for i, r in enumerate(runs):
         by_task.setdefault(r.task, []).append(i)
     outcomes = np.array([r.success for r in runs])
-    out = np.empty(n)
-    for i in range(n):
+    for _ in range(n):
         shuffled = outcomes.copy()
         for idx in by_task.values():
             shuffled[idx] = rng.permutation(outcomes[idx])
-        out[i] = pooled_lift(pairs, [Run(r.episode_id, r.task, r.source, r.order, r.tools, bool(s))
-                                     for r, s in zip(runs, shuffled)])[0]
-    return out
+        yield [Run(r.episode_id, r.task, r.source, r.order, r.tools, bool(s)) for r, s in zip(runs, shuffled)]

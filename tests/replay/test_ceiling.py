@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 import pytest
 
 from hindsight_lab.config import LabConfig
-from hindsight_lab.replay.ceiling import Support, rule_ceiling, within_task_support
-from hindsight_lab.replay.lift import Run
+from hindsight_lab.replay.ceiling import Support, forward_ceiling, ideal_promotions, rule_ceiling, within_task_support
+from hindsight_lab.replay.lift import Run, runs_of
+from hindsight_lab.trace.checks import Check
 from hindsight_lab.replay.runner import run_replay
 from hindsight_lab.sweep.cache import load_episode_data
 
@@ -66,5 +69,99 @@ def test_a_replay_reports_the_ceiling_beside_the_lift(traces) -> None:
     report = run_replay(traces(20, 4, seed=2), systems=["hindsight"],
                         config=LabConfig().with_params({"embedder.model": "hashing-256"}))
     ceiling = report.metrics["rule_ceiling"]
-    assert set(ceiling["forms"]) == {"order", "call", "avoid"}
+    assert set(ceiling["forms"]) == {"order", "call", "avoid", "stated", "grounded"}
     assert ceiling == rule_ceiling(load_episode_data(traces(20, 4, seed=2)).episodes)
+
+
+def test_chance_counts_the_rules_shuffled_outcomes_support_and_a_planted_rule_beats_it(traces) -> None:
+    import random
+
+    episodes = load_episode_data(traces(20, 4, seed=2)).episodes
+    order = rule_ceiling(episodes, shuffles=200)["forms"]["order"]
+    assert order["supported"] > order["chance_p95"] and order["p_value"] <= 0.05
+    # the same runs with their outcomes shuffled among the runs of each task: what a run did no longer says whether
+    # it succeeded, and the count is no more than chance's
+    p_values = []
+    for seed in range(5):
+        rng, by_task = random.Random(seed), {}
+        for ep in episodes:
+            by_task.setdefault(ep.task_id, []).append(ep.outcome)
+        for outcomes in by_task.values():
+            rng.shuffle(outcomes)
+        noise = [ep.model_copy(update={"outcome": by_task[ep.task_id].pop()}) for ep in episodes]
+        cell = rule_ceiling(noise, shuffles=200)["forms"]["order"]
+        assert 0 < cell["chance_mean"] and cell["chance_mean"] <= cell["chance_p95"]
+        p_values.append(cell["p_value"])
+    assert sorted(p_values)[2] > 0.2, p_values
+    # without contrast within tasks nothing is supported, by the data or by chance
+    flat = rule_ceiling([ep.model_copy(update={"outcome": "success" if int(ep.task_id[-3:]) % 2 else "failure"})
+                         for ep in episodes], shuffles=20)["forms"]["order"]
+    assert (flat["supported"], flat["chance_mean"], flat["p_value"]) == (0, 0.0, 1.0)
+    assert "p_value" not in rule_ceiling(episodes, shuffles=0)["forms"]["order"]
+
+
+def test_an_ideal_memory_promotes_a_rule_at_the_first_run_that_supports_it_and_judges_it_on_later_runs(traces) -> None:
+    runs = runs_of(load_episode_data(traces(20, 4, seed=2)).episodes, outside_failures=False)
+    promoted = dict(ideal_promotions(runs))
+    assert promoted
+    tools = sorted({t for r in runs for t in r.tools})
+    for a in tools:
+        for b in tools:
+            if a == b:
+                continue
+            check = Check((a, b))
+            passes = [k for k in range(len(runs))
+                      if (s := within_task_support(runs[:k + 1], lambda r: check.reaches(r.tools),
+                                                   lambda r: check.followed(r.tools))).probability > 0.7
+                      and s.tasks >= 3 and s.compared]
+            assert promoted.get(check) == (runs[passes[0]].order if passes else None), check
+    forward = forward_ceiling(runs)
+    assert forward["promoted"] == len(promoted) and forward["runs_compared"] > 0
+    assert forward["lift"] > forward["null_p95"] and forward["p_value"] <= 0.05  # the planted rules hold later on
+    # a run before a rule's promotion is never compared: with every later run removed nothing is left to judge
+    last = max(promoted.values())
+    assert forward_ceiling(runs[:last + 1])["runs_compared"] < forward["runs_compared"]
+
+
+def _episode(steps: list[dict], ok: bool = True, eid: str = "e"):
+    from hindsight_lab.trace.model import Episode
+
+    return Episode.model_validate({"episode_id": eid, "task_id": eid[0], "instruction": "x", "steps": steps,
+                                   "outcome": "success" if ok else "failure"})
+
+
+def test_argument_sources_read_what_was_said_before_the_call_by_the_agents_calls_only() -> None:
+    from hindsight_lab.trace.arguments import Source, argument_sources
+
+    said = {"type": "message", "role": "user", "content": "Book flight HAT12 for 2 bags, cabin: Economy."}
+    call = {"type": "tool_call", "name": "book", "arguments": {"flight": "HAT12", "bags": 2.0, "cabin": "economy",
+                                                               "insurance": True, "note": ""}}
+    sources = argument_sources(_episode([said, call]))
+    assert sources == {("book", k): Source(True, True) for k in ("flight", "bags", "cabin")}  # no bool, no empty
+    # said only after the call: neither stated nor grounded; a part of a longer word is not the value
+    assert argument_sources(_episode([call, said]))[("book", "flight")] == Source(False, False)
+    partial = {"type": "message", "role": "user", "content": "Book flight HAT123 for 22 bags"}
+    assert argument_sources(_episode([partial, call]))[("book", "bags")] == Source(False, False)
+    # every call of the tool must pass a stated value; the user's own calls are not the agent's
+    later = {"type": "tool_call", "name": "book", "arguments": {"flight": "HAT99"}}
+    assert argument_sources(_episode([said, call, later]))[("book", "flight")] == Source(False, False)
+    by_user = {**later, "actor": "user"}
+    assert argument_sources(_episode([said, call, by_user]))[("book", "flight")] == Source(True, True)
+    # a value a tool returned is grounded, not stated
+    result = {"type": "tool_result", "content": "found HAT99"}
+    assert argument_sources(_episode([said, result, later]))[("book", "flight")] == Source(False, True)
+
+
+def test_argument_rules_are_supported_when_runs_that_use_the_users_values_succeed() -> None:
+    said = {"type": "message", "role": "user", "content": "Cancel reservation R{t} please"}
+
+    def run(t: int, i: int, stated: bool) -> Any:
+        rid = f"R{t}" if stated else f"R{t}X"
+        return _episode([{**said, "content": said["content"].format(t=t)},
+                         {"type": "tool_call", "name": "cancel", "arguments": {"id": rid}}], ok=stated,
+                        eid=f"{'abcd'[t]}{i}")
+
+    episodes = [run(t, i, stated=i % 2 == 0) for i in range(2) for t in range(4)]
+    stated = rule_ceiling(episodes, shuffles=0)["forms"]["stated"]
+    assert stated["supported"] == 1 and stated["examples"][0]["rule"] == "Call cancel with the id the user stated."
+    assert stated["examples"][0]["tasks"] == 4

@@ -134,25 +134,23 @@ def print_replay(report: "ReplayReport") -> None:
 
 
 def _ceiling_line(ceiling: dict) -> str:
-    """What rules the traces support within tasks (``metrics.json`` ``rule_ceiling``), on one line."""
-    forms = ", ".join(f"{form} {cell['supported']} of {cell['tried']}"
-                      + (f" (chance {cell['chance_mean']:.1f}, p {cell['p_value']:.2f})" if "p_value" in cell else "")
-                      for form, cell in ceiling["forms"].items())
-    return (f"traces: {ceiling['tasks_with_both_outcomes']} of {ceiling['tasks']} tasks have both a success and a "
-            f"failure; rules supported within tasks (P > {ceiling['min_confidence']:g} from "
-            f"{ceiling['min_tasks']}+ tasks, an optimistic ceiling; chance: outcomes shuffled within tasks): {forms}"
-            + _forward_part(ceiling.get("forward")))
-
-
-def _forward_part(forward: dict | None) -> str:
-    """The ideal memory's promoted order rules and their lift on later runs (``rule_ceiling.forward``)."""
-    if not forward:
-        return ""
-    text = f"; an ideal memory promotes {forward['promoted']} order rule(s)"
-    if forward.get("lift") is None:
-        return text + ", no later run to compare"
-    return (text + f", lift {forward['lift']:+.3f} over {forward['runs_compared']} later runs "
-            f"(null 95th pct {forward['null_p95']:+.3f}, p {forward['p_value']:.2f})")
+    """What rules the traces support within tasks (``metrics.json`` ``rule_ceiling``): a line, then one per form."""
+    lines = [f"traces: {ceiling['tasks_with_both_outcomes']} of {ceiling['tasks']} tasks have both a success and a "
+             f"failure; rules supported within tasks (P > {ceiling['min_confidence']:g} from {ceiling['min_tasks']}+ "
+             "tasks, an optimistic ceiling), by chance (outcomes shuffled within tasks), and an ideal memory's "
+             "(each rule promoted once the runs so far support it, its lift read on later runs):"]
+    for form, cell in ceiling["forms"].items():
+        line = f"  {form:<9} {cell['supported']} of {cell['tried']}"
+        if "p_value" in cell:
+            line += f" (chance {cell['chance_mean']:.1f}, p {cell['p_value']:.2f})"
+        forward = cell.get("forward")
+        if forward:
+            line += f"; ideal memory: {forward['promoted']} promoted"
+            if forward["lift"] is not None:
+                line += (f", lift {forward['lift']:+.3f} over {forward['runs_compared']} later runs "
+                         f"(null 95th pct {forward['null_p95']:+.3f}, p {forward['p_value']:.2f})")
+        lines.append(line)
+    return "\n".join(lines)
 
 
 def _lift_line(name: str, lift: dict) -> str:

@@ -18,7 +18,7 @@ The count is an optimistic ceiling: every rule of the form is tried on the whole
 sees runs one at a time and only the rules its reflector proposes. Many tries pass by chance, so each form also
 says how many pass with the outcomes shuffled within tasks. A dataset with no more supported rules of a form than
 chance gives cannot give promoted rules of that form a lift above the within-task null, however good the
-reflector. The ``forward`` block replays an ideal memory (:func:`forward_ceiling`), which sees the runs in order.
+reflector. Each form's ``forward`` replays an ideal memory, which sees the runs in order (:func:`rule_ceiling`).
 Tasks are told apart by the dataset's task ids: this is judging-side analysis, never read by a memory.
 
 Examples:
@@ -42,7 +42,7 @@ import numpy as np
 from ..memory.verify import agree_probability, pair_vote
 from ..trace.arguments import Source, argument_sources
 from ..trace.checks import Check
-from .lift import Run, null_lifts, pooled_lift, runs_of, within_task_shuffles
+from .lift import Run, RunTest, null_lifts, pooled_lift, runs_of, within_task_shuffles
 
 #: The rule forms counted, in report order; ``order`` is the only one a rule's check can express today.
 FORMS: tuple[str, ...] = ("order", "call", "avoid", "stated", "grounded")
@@ -94,70 +94,57 @@ def _support(marked: Sequence[tuple[Run, bool]]) -> Support:
 
 
 def _rules(runs: Sequence[Run], sources: Mapping[str, Mapping[tuple[str, str], Source]]
-           ) -> list[tuple[str, str, Callable[[Run], bool], Callable[[Run], bool]]]:
-    """Every rule of every form over the tools and arguments of ``runs``: (form, text, applies, followed).
-    ``sources``: episode id → where its argument values came from
-    (:func:`~hindsight_lab.trace.arguments.argument_sources`)."""
+           ) -> list[tuple[str, str, RunTest]]:
+    """Every rule of every form over the tools and arguments of ``runs``: (form, text, test). ``sources``: episode id
+    → where its argument values came from (:func:`~hindsight_lab.trace.arguments.argument_sources`)."""
     tools = sorted({t for r in runs for t in r.tools})
-    out: list[tuple[str, str, Callable[[Run], bool], Callable[[Run], bool]]] = []
-    for a, b in permutations(tools, 2):
-        check = Check((a, b))
-        out.append(("order", f"Before {b}, call {a} first.", lambda r, c=check: c.reaches(r.tools),
-                    lambda r, c=check: c.followed(r.tools)))
+    out = [("order", f"Before {b}, call {a} first.", RunTest.of(Check((a, b)))) for a, b in permutations(tools, 2)]
     for t in tools:
-        out.append(("call", f"Call {t}.", lambda r: True, lambda r, t=t: t in r.tools))
-        out.append(("avoid", f"Never call {t}.", lambda r: True, lambda r, t=t: t not in r.tools))
+        out.append(("call", f"Call {t}.", RunTest(lambda r: True, lambda r, t=t: t in r.tools)))
+        out.append(("avoid", f"Never call {t}.", RunTest(lambda r: True, lambda r, t=t: t not in r.tools)))
     for tool, arg in sorted({key for r in runs for key in sources[r.episode_id]}):
         def applies(r: Run, key: tuple[str, str] = (tool, arg)) -> bool:
             return key in sources[r.episode_id]
-        out.append(("stated", f"Call {tool} with the {arg} the user stated.", applies,
-                    lambda r, key=(tool, arg): sources[r.episode_id][key].stated))
-        out.append(("grounded", f"Call {tool} with a {arg} the user stated or a tool returned.", applies,
-                    lambda r, key=(tool, arg): sources[r.episode_id][key].grounded))
+        out.append(("stated", f"Call {tool} with the {arg} the user stated.",
+                    RunTest(applies, lambda r, key=(tool, arg): sources[r.episode_id][key].stated)))
+        out.append(("grounded", f"Call {tool} with a {arg} the user stated or a tool returned.",
+                    RunTest(applies, lambda r, key=(tool, arg): sources[r.episode_id][key].grounded)))
     return out
 
 
-def ideal_promotions(runs: Sequence[Run], *, min_confidence: float = 0.7, min_tasks: int = 3
-                     ) -> list[tuple[Check, int]]:
-    """The ``order`` rules an ideal memory would promote, each with the order of the run after which it would:
-    every rule is proposed from the first run, and promoted as soon as the runs so far support it within tasks
-    (the module's test, on the runs before, as ``promotion.evidence: within_task`` reads them)."""
-    promoted = []
-    for a, b in permutations(sorted({t for r in runs for t in r.tools}), 2):
-        check = Check((a, b))
-        by_task: dict[str, list[tuple[bool, bool]]] = defaultdict(list)
-        by_source: dict[str, set[bool]] = defaultdict(set)
-        agree = disagree = 0
-        tasks: set[str] = set()
-        for r in runs:
-            if not check.reaches(r.tools):
-                continue
-            row = (check.followed(r.tools), r.success)
-            for other in by_task[r.task]:
-                vote = pair_vote(row, other)
-                agree, disagree = agree + (vote > 0), disagree + (vote < 0)
-                if vote > 0:
-                    tasks.add(r.task)
-            by_task[r.task].append(row)
-            by_source[r.source].add(row[0])
-            if (len(tasks) >= min_tasks and agree_probability(agree, disagree) > min_confidence
-                    and any(len(v) == 2 for v in by_source.values())):
-                promoted.append((check, r.order))
-                break
-    return promoted
+def promoted_after(runs: Sequence[Run], test: RunTest, *, min_confidence: float = 0.7, min_tasks: int = 3
+                   ) -> int | None:
+    """The order of the run after which an ideal memory would promote the rule — the first run by which the runs so
+    far support it within tasks (the module's test, as ``promotion.evidence: within_task`` reads them) — or None."""
+    by_task: dict[str, list[tuple[bool, bool]]] = defaultdict(list)
+    by_source: dict[str, set[bool]] = defaultdict(set)
+    agree = disagree = 0
+    tasks: set[str] = set()
+    for r in runs:
+        if not test.applies(r):
+            continue
+        row = (test.followed(r), r.success)
+        for other in by_task[r.task]:
+            vote = pair_vote(row, other)
+            agree, disagree = agree + (vote > 0), disagree + (vote < 0)
+            if vote > 0:
+                tasks.add(r.task)
+        by_task[r.task].append(row)
+        by_source[r.source].add(row[0])
+        if (len(tasks) >= min_tasks and agree_probability(agree, disagree) > min_confidence
+                and any(len(v) == 2 for v in by_source.values())):
+            return r.order
+    return None
 
 
-def forward_ceiling(runs: Sequence[Run], *, min_confidence: float = 0.7, min_tasks: int = 3, seed: int = 0,
-                    n: int = 1000) -> dict[str, Any]:
-    """The lift an ideal memory's promoted ``order`` rules (:func:`ideal_promotions`) show on the runs after their
-    promotion, against the lift's null (:func:`~.lift.null_lifts`): the best a replay's lift block
-    could read with rules of the only form a check expresses, whatever the reflector. Still optimistic (every rule
-    proposed at once), but honest about time: a rule is judged only on runs it has not seen."""
-    pairs = ideal_promotions(runs, min_confidence=min_confidence, min_tasks=min_tasks)
-    lift, compared = pooled_lift(pairs, runs)
-    out: dict[str, Any] = {"promoted": len(pairs), "lift": lift if compared else None, "runs_compared": compared}
+def forward_lift(runs: Sequence[Run], promoted: Sequence[tuple[RunTest, int]], *, seed: int = 0,
+                 n: int = 1000) -> dict[str, Any]:
+    """The pooled lift of ``promoted`` rules (each with the order of its promotion) on the runs after their
+    promotion, with the lift's null (:func:`~.lift.null_lifts`): what a replay's lift block would read."""
+    lift, compared = pooled_lift(promoted, runs)
+    out: dict[str, Any] = {"promoted": len(promoted), "lift": lift if compared else None, "runs_compared": compared}
     if compared:
-        null = null_lifts(pairs, runs, seed, n)
+        null = null_lifts(promoted, runs, seed, n)
         out.update(null_mean=float(np.nanmean(null)), null_p95=float(np.nanpercentile(null, 95)),
                    p_value=float((1 + np.sum(null >= lift - 1e-12)) / (1 + np.sum(~np.isnan(null)))))
     return out
@@ -174,11 +161,18 @@ def rule_ceiling(episodes: Sequence[Any], *, min_confidence: float = 0.7, min_ta
     outcomes among the runs of each task (the lift's null, :func:`~.lift.within_task_shuffles`), as ``chance_mean``,
     ``chance_p95`` and ``p_value`` (the share of shuffles, one added to each side, that support as many rules or
     more). Hundreds of rules are tried, so some pass by chance: a count no higher than chance's says the traces
-    hold no rule of that form, only noise that looks like one."""
+    hold no rule of that form, only noise that looks like one.
+
+    And each form's ``forward`` replays an ideal memory, which sees the runs in order: every rule of the form is
+    proposed from the first run and promoted as soon as the runs so far support it (:func:`promoted_after`); its
+    lift is then read on the later runs only, against the lift's null (:func:`forward_lift`). Still optimistic
+    (every rule proposed at once, no reflector to miss one), but honest about time: a rule is judged on runs it
+    has not seen, as a replay's lift judges promoted rules."""
     runs = runs_of(episodes, outside_failures=False)
     sources = {ep.episode_id: argument_sources(ep) for ep in episodes}
-    rules = [(form, text, [(i, followed(r)) for i, r in enumerate(runs) if applies(r)])
-             for form, text, applies, followed in _rules(runs, sources)]
+    tests = _rules(runs, sources)
+    rules = [(form, text, [(i, test.followed(r)) for i, r in enumerate(runs) if test.applies(r)])
+             for form, text, test in tests]
 
     def supported(runs: Sequence[Run]) -> dict[str, list[tuple[float, str, Support]]]:
         found: dict[str, list[tuple[float, str, Support]]] = {form: [] for form in FORMS}
@@ -203,6 +197,9 @@ def rule_ceiling(episodes: Sequence[Any], *, min_confidence: float = 0.7, min_ta
         if shuffles:
             forms[form].update(chance_mean=float(null.mean()), chance_p95=float(np.percentile(null, 95)),
                                p_value=float((1 + np.sum(null >= len(found[form]))) / (1 + shuffles)))
+        promoted = [(test, after) for f, _, test in tests if f == form
+                    if (after := promoted_after(runs, test, min_confidence=min_confidence, min_tasks=min_tasks))
+                    is not None]
+        forms[form]["forward"] = forward_lift(runs, promoted, seed=seed)
     return {"tasks": len(outcomes), "tasks_with_both_outcomes": sum(len(v) == 2 for v in outcomes.values()),
-            "min_confidence": min_confidence, "min_tasks": min_tasks, "shuffles": shuffles, "forms": forms,
-            "forward": forward_ceiling(runs, min_confidence=min_confidence, min_tasks=min_tasks, seed=seed)}
+            "min_confidence": min_confidence, "min_tasks": min_tasks, "shuffles": shuffles, "forms": forms}

@@ -25,7 +25,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Any, Iterator, Mapping, Sequence
+from typing import Any, Callable, Iterator, Mapping, Sequence
 
 import numpy as np
 
@@ -47,17 +47,32 @@ class Run:
     success: bool
 
 
-def pooled_lift(rules: Sequence[tuple[Check, int]], runs: Sequence[Run]) -> tuple[float, int]:
-    """``(lift, runs compared)``: for each rule (its check and the order of its promotion) and source, the success
-    rate of the later runs that followed it minus of those that reached its step without, weighted by how many were
-    compared; ``(nan, 0)`` when no rule had both kinds of later runs in any source."""
+@dataclass(frozen=True)
+class RunTest:
+    """A rule as the lift tests it on a run: whether it ``applies`` (the run reached the step it guards) and whether
+    the run ``followed`` it. A :class:`~hindsight_lab.trace.checks.Check` is one (:meth:`of`); the rule ceiling
+    tests forms no check expresses yet (:mod:`.ceiling`)."""
+
+    applies: Callable[[Run], bool]
+    followed: Callable[[Run], bool]
+
+    @classmethod
+    def of(cls, check: Check) -> "RunTest":
+        return cls(lambda r: check.reaches(r.tools), lambda r: check.followed(r.tools))
+
+
+def pooled_lift(rules: Sequence[tuple[Check | RunTest, int]], runs: Sequence[Run]) -> tuple[float, int]:
+    """``(lift, runs compared)``: for each rule (its check, or any :class:`RunTest`, and the order of its promotion)
+    and source, the success rate of the later runs that followed it minus of those that reached its step without,
+    weighted by how many were compared; ``(nan, 0)`` when no rule had both kinds of later runs in any source."""
     total, weight = 0.0, 0
-    for check, after in rules:
+    for rule, after in rules:
+        test = rule if isinstance(rule, RunTest) else RunTest.of(rule)
         by_source: dict[str, tuple[list[bool], list[bool]]] = {}
         for run in runs:
-            if run.order > after and check.reaches(run.tools):
+            if run.order > after and test.applies(run):
                 followed, ignored = by_source.setdefault(run.source, ([], []))
-                (followed if check.followed(run.tools) else ignored).append(run.success)
+                (followed if test.followed(run) else ignored).append(run.success)
         for followed, ignored in by_source.values():
             if followed and ignored:
                 n = len(followed) + len(ignored)
@@ -139,7 +154,7 @@ def _order_after(times: Sequence[datetime], at: datetime) -> int:
     return before[-1] if before else -1
 
 
-def _bootstrap(pairs: Sequence[tuple[Check, int]], runs: Sequence[Run], seed: int, n: int) -> np.ndarray:
+def _bootstrap(pairs: Sequence[tuple[Check | RunTest, int]], runs: Sequence[Run], seed: int, n: int) -> np.ndarray:
     """The pooled lift over ``n`` resamples of whole tasks (each drawn task's runs, all of them)."""
     rng = np.random.default_rng(seed)
     tasks = sorted({r.task for r in runs})
@@ -151,7 +166,7 @@ def _bootstrap(pairs: Sequence[tuple[Check, int]], runs: Sequence[Run], seed: in
     return out
 
 
-def null_lifts(pairs: Sequence[tuple[Check, int]], runs: Sequence[Run], seed: int, n: int) -> np.ndarray:
+def null_lifts(pairs: Sequence[tuple[Check | RunTest, int]], runs: Sequence[Run], seed: int, n: int) -> np.ndarray:
     """The pooled lift over ``n`` shuffles of the outcomes among the runs of each task."""
     return np.array([pooled_lift(pairs, shuffled)[0] for shuffled in within_task_shuffles(runs, seed + 1, n)])
 

@@ -7,8 +7,8 @@ from typing import Any
 import pytest
 
 from hindsight_lab.config import LabConfig
-from hindsight_lab.replay.ceiling import Support, forward_ceiling, ideal_promotions, rule_ceiling, within_task_support
-from hindsight_lab.replay.lift import Run, runs_of
+from hindsight_lab.replay.ceiling import Support, forward_lift, promoted_after, rule_ceiling, within_task_support
+from hindsight_lab.replay.lift import Run, RunTest, runs_of
 from hindsight_lab.trace.checks import Check
 from hindsight_lab.replay.runner import run_replay
 from hindsight_lab.sweep.cache import load_episode_data
@@ -102,25 +102,27 @@ def test_chance_counts_the_rules_shuffled_outcomes_support_and_a_planted_rule_be
 
 def test_an_ideal_memory_promotes_a_rule_at_the_first_run_that_supports_it_and_judges_it_on_later_runs(traces) -> None:
     runs = runs_of(load_episode_data(traces(20, 4, seed=2)).episodes, outside_failures=False)
-    promoted = dict(ideal_promotions(runs))
-    assert promoted
     tools = sorted({t for r in runs for t in r.tools})
+    promoted = []
     for a in tools:
         for b in tools:
             if a == b:
                 continue
-            check = Check((a, b))
+            test = RunTest.of(Check((a, b)))
             passes = [k for k in range(len(runs))
-                      if (s := within_task_support(runs[:k + 1], lambda r: check.reaches(r.tools),
-                                                   lambda r: check.followed(r.tools))).probability > 0.7
+                      if (s := within_task_support(runs[:k + 1], test.applies, test.followed)).probability > 0.7
                       and s.tasks >= 3 and s.compared]
-            assert promoted.get(check) == (runs[passes[0]].order if passes else None), check
-    forward = forward_ceiling(runs)
+            after = promoted_after(runs, test)
+            assert after == (runs[passes[0]].order if passes else None), (a, b)
+            if after is not None:
+                promoted.append((test, after))
+    assert promoted
+    forward = forward_lift(runs, promoted)
     assert forward["promoted"] == len(promoted) and forward["runs_compared"] > 0
     assert forward["lift"] > forward["null_p95"] and forward["p_value"] <= 0.05  # the planted rules hold later on
-    # a run before a rule's promotion is never compared: with every later run removed nothing is left to judge
-    last = max(promoted.values())
-    assert forward_ceiling(runs[:last + 1])["runs_compared"] < forward["runs_compared"]
+    assert rule_ceiling(load_episode_data(traces(20, 4, seed=2)).episodes)["forms"]["order"]["forward"] == forward
+    # only runs after a rule's promotion are compared: promoted at the last run, a rule has nothing to judge
+    assert forward_lift(runs, [(test, len(runs) - 1) for test, _ in promoted])["runs_compared"] == 0
 
 
 def _episode(steps: list[dict], ok: bool = True, eid: str = "e"):

@@ -34,7 +34,7 @@ from __future__ import annotations
 
 from collections import defaultdict
 from dataclasses import dataclass
-from itertools import combinations, permutations
+from itertools import permutations
 from typing import Any, Callable, Mapping, Sequence
 
 import numpy as np
@@ -65,6 +65,35 @@ class Support:
         :func:`~hindsight_lab.memory.verify.agree_probability`)."""
         return agree_probability(self.agree, self.disagree)
 
+    def passes(self, min_confidence: float, min_tasks: int) -> bool:
+        """Whether the rule is supported: ``P(θ > ½)`` above ``min_confidence``, agreeing pairs from ``min_tasks``
+        tasks or more, and runs of one source to compare."""
+        return self.probability > min_confidence and self.tasks >= min_tasks and self.compared
+
+
+class _Tally:
+    """A rule's within-task pairs, counted as the runs it applies to arrive (each with whether it followed it)."""
+
+    def __init__(self) -> None:
+        self.rows: dict[str, list[tuple[bool, bool]]] = defaultdict(list)
+        self.sources: dict[str, set[bool]] = defaultdict(set)
+        self.agree = self.disagree = 0
+        self.tasks: set[str] = set()
+
+    def add(self, run: Run, followed: bool) -> None:
+        row = (followed, run.success)
+        for other in self.rows[run.task]:
+            vote = pair_vote(other, row)
+            self.agree, self.disagree = self.agree + (vote > 0), self.disagree + (vote < 0)
+            if vote > 0:
+                self.tasks.add(run.task)
+        self.rows[run.task].append(row)
+        self.sources[run.source].add(followed)
+
+    @property
+    def support(self) -> Support:
+        return Support(self.agree, self.disagree, len(self.tasks), any(len(v) == 2 for v in self.sources.values()))
+
 
 def within_task_support(runs: Sequence[Run], applies: Callable[[Run], bool],
                         followed: Callable[[Run], bool]) -> Support:
@@ -75,22 +104,10 @@ def within_task_support(runs: Sequence[Run], applies: Callable[[Run], bool],
 
 def _support(marked: Sequence[tuple[Run, bool]]) -> Support:
     """:func:`within_task_support` over the runs a rule applies to, each with whether it followed the rule."""
-    by_task: dict[str, list[tuple[bool, bool]]] = defaultdict(list)
-    by_source: dict[str, set[bool]] = defaultdict(set)
-    for r, f in marked:
-        by_task[r.task].append((f, r.success))
-        by_source[r.source].add(f)
-    agree = disagree = 0
-    tasks = set()
-    for task, rows in by_task.items():
-        for first, second in combinations(rows, 2):
-            vote = pair_vote(first, second)
-            if vote > 0:
-                agree += 1
-                tasks.add(task)
-            elif vote < 0:
-                disagree += 1
-    return Support(agree, disagree, len(tasks), any(len(v) == 2 for v in by_source.values()))
+    tally = _Tally()
+    for run, followed in marked:
+        tally.add(run, followed)
+    return tally.support
 
 
 def _rules(runs: Sequence[Run], sources: Mapping[str, Mapping[tuple[str, str], Source]]
@@ -116,24 +133,12 @@ def promoted_after(runs: Sequence[Run], test: RunTest, *, min_confidence: float 
                    ) -> int | None:
     """The order of the run after which an ideal memory would promote the rule — the first run by which the runs so
     far support it within tasks (the module's test, as ``promotion.evidence: within_task`` reads them) — or None."""
-    by_task: dict[str, list[tuple[bool, bool]]] = defaultdict(list)
-    by_source: dict[str, set[bool]] = defaultdict(set)
-    agree = disagree = 0
-    tasks: set[str] = set()
-    for r in runs:
-        if not test.applies(r):
-            continue
-        row = (test.followed(r), r.success)
-        for other in by_task[r.task]:
-            vote = pair_vote(row, other)
-            agree, disagree = agree + (vote > 0), disagree + (vote < 0)
-            if vote > 0:
-                tasks.add(r.task)
-        by_task[r.task].append(row)
-        by_source[r.source].add(row[0])
-        if (len(tasks) >= min_tasks and agree_probability(agree, disagree) > min_confidence
-                and any(len(v) == 2 for v in by_source.values())):
-            return r.order
+    tally = _Tally()
+    for run in runs:
+        if test.applies(run):
+            tally.add(run, test.followed(run))
+            if tally.support.passes(min_confidence, min_tasks):
+                return run.order
     return None
 
 
@@ -178,7 +183,7 @@ def rule_ceiling(episodes: Sequence[Any], *, min_confidence: float = 0.7, min_ta
         found: dict[str, list[tuple[float, str, Support]]] = {form: [] for form in FORMS}
         for form, text, marks in rules:
             s = _support([(runs[i], f) for i, f in marks])
-            if s.probability > min_confidence and s.tasks >= min_tasks and s.compared:
+            if s.passes(min_confidence, min_tasks):
                 found[form].append((s.probability, text, s))
         return found
 

@@ -123,6 +123,11 @@ class RetrievalConfig(Section):
     confidence against the mean of the candidates of its own stored task type (``0.5 + c - mean``, clipped to
     [0, 1]), so outcomes order alike memories without lifting every memory of a task type that often succeeds
     above the memories of the query's own type."""
+    type_match: Literal["exact", "contains"] = Field("exact", json_schema_extra=affects(RECALL))
+    """What the task-type term asks of a record's stored type (or its request's, with ``classifier.intent``):
+    ``exact``, the query's type itself; ``contains``, a type whose state-changing tools include all of the
+    query type's (a derived type is the set of them, joined with ``+``): a run that did what the query's type
+    does, and more, matches too."""
     token_budget: int = Field(600, ge=1, json_schema_extra=affects(RECALL))
     """Token budget of the injected memories, counted with the embedding model's tokenizer."""
     recency_half_life_days: float = Field(14.0, gt=0, json_schema_extra=affects(RECALL))

@@ -72,23 +72,48 @@ def type_matches(c: "Candidates", now: datetime) -> np.ndarray:
     """The task-type feature: 1 when the query has a type and the record's stored type is it, or (with
     ``retrieval.classifier.intent``) the classifier gives the record's own request that type; else 0. With
     ``intent_match: no_conflict``, 1 unless the classifier surely gives the request another type (``intents`` None
-    where it abstains, and for records whose request it does not type).
+    where it abstains, and for records whose request it does not type). With ``retrieval.type_match: contains``, a
+    type matches when its tools include all of the query type's (:func:`type_contains`).
 
     Examples:
         >>> from types import SimpleNamespace as R
         >>> recs = [R(task_type="refund"), R(task_type="cancel"), R(task_type="cancel"), R(task_type=None)]
-        >>> c = R(records=recs, task_type="refund", intents=[None, "refund", "cancel", None], intent_match="same")
+        >>> c = R(records=recs, task_type="refund", intents=[None, "refund", "cancel", None], intent_match="same",
+        ...       type_match="exact")
         >>> type_matches(c, None).tolist()
         [1.0, 1.0, 0.0, 0.0]
         >>> type_matches(R(**{**vars(c), "intent_match": "no_conflict"}), None).tolist()  # only a sure "cancel" is 0
         [1.0, 1.0, 0.0, 1.0]
+        >>> wider = R(**{**vars(c), "records": [R(task_type="cancel+refund")], "intents": None})
+        >>> contains = R(**{**vars(wider), "type_match": "contains"})
+        >>> type_matches(wider, None).tolist(), type_matches(contains, None).tolist()
+        ([0.0], [1.0])
     """
     if c.task_type is None:
         return np.zeros(len(c.records))
     intents = c.intents or [None] * len(c.records)
     lenient = c.intent_match == "no_conflict" and c.intents is not None
-    return np.asarray([1.0 if r.task_type == c.task_type or it == c.task_type or (lenient and it is None) else 0.0
+    if c.type_match == "contains":
+        def match(t: str | None) -> bool:
+            return type_contains(t, c.task_type)
+    else:
+        def match(t: str | None) -> bool:
+            return t == c.task_type
+    return np.asarray([1.0 if match(r.task_type) or match(it) or (lenient and it is None) else 0.0
                        for r, it in zip(c.records, intents)], dtype=np.float64)
+
+
+def type_contains(task_type: str | None, query_type: str) -> bool:
+    """Whether ``task_type`` (a derived type: the state-changing tools of a run, joined with ``+``) includes every
+    tool of ``query_type``; ``read_only`` and other one-word types contain only themselves.
+
+    Examples:
+        >>> type_contains("cancel_reservation+update_reservation_flights", "update_reservation_flights")
+        True
+        >>> type_contains("update_reservation_flights", "cancel_reservation+update_reservation_flights")
+        False
+    """
+    return task_type is not None and set(query_type.split("+")) <= set(task_type.split("+"))
 
 
 @dataclass(frozen=True)

@@ -42,6 +42,7 @@ class Candidates:
     intents: list[str | None] | None = None  # retrieval.classifier.intent: the type of each candidate's request
     confidence_within: str = "all"  # retrieval.confidence_within: what the confidence feature compares
     intent_match: str = "same"  # retrieval.classifier.intent_match: what the task-type feature asks of intents
+    type_match: str = "exact"  # retrieval.type_match: what the task-type feature asks of a type
     _pos: dict[str, int] = field(default_factory=dict, repr=False)
 
     def add(self, rec: MemoryRecord, emb: np.ndarray, sim: float, lexical: float, path: str,
@@ -92,7 +93,8 @@ def recall(store: Any, index: RecallIndex, q: np.ndarray, query: str, cfg: Retri
     episodes and the index's retired successes (:class:`~.index.RetiredVoters`) decides.
     """
     overlay = overlay or {}
-    out = Candidates(confidence_within=cfg.confidence_within, intent_match=cfg.classifier.intent_match)
+    out = Candidates(confidence_within=cfg.confidence_within, intent_match=cfg.classifier.intent_match,
+                     type_match=cfg.type_match)
     lexical = index.lexical if keywords else None
     bm25 = lexical.scores(query) if lexical is not None else np.zeros(0)
     best = float(bm25.max()) if len(bm25) else 0.0

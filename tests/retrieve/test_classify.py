@@ -460,3 +460,27 @@ def test_a_model_without_a_few_examples_is_the_whole_sets_when_the_solver_would_
         assert (reused is full) == ok
         assert np.allclose(reused.predict_proba(probe), clf._fit(left_out).predict_proba(probe))
     assert not clf._design.settles(full, frozenset(f"address{i}" for i in range(48)))  # a whole type: other classes
+
+
+def test_type_match_contains_credits_a_run_whose_tools_include_the_query_types():
+    # a stored run that refunded an order and changed the address derives the type issue_refund+update_address:
+    # asked for the query's type itself (exact) it misses an address change; asked for a type that includes it
+    # (contains) it matches, while the refunds, which never changed an address, still miss
+    cfg, mem = _refunds_and_addresses("logistic")
+    cfg = cfg.with_params({"retrieval.classifier.intent": False, "retrieval.min_similarity": -1.0})
+    mem.write_episode(episode("both", "Dmitri Novak: refund order 12 and send it to my new address",
+                              ["lookup_order", "issue_refund", "update_address"]), now=T0 + timedelta(hours=8))
+
+    def task_type_terms(config: LabConfig) -> dict[str, float]:
+        m = MemorySystem(config, store=mem.store, embedder=mem.embedder).open()
+        res = m.search("Change the delivery address of Dmitri Novak to 4 Elm Road, please",
+                       now=T0 + timedelta(days=1), explain=True)
+        assert res.task_type == "update_address"
+        return {r.source_episode_ids[0]: float(v) for r, v in zip(res.candidates.records,
+                                                                  res.candidates.raw["task_type"])}
+
+    exact = task_type_terms(cfg)
+    contains = task_type_terms(cfg.with_params({"retrieval.type_match": "contains"}))
+    assert mem.stored_episode("both").task_type == "issue_refund+update_address"
+    assert (exact["both"], exact["a0"], exact["r0"]) == (0.0, 1.0, 0.0)  # the control
+    assert (contains["both"], contains["a0"], contains["r0"]) == (1.0, 1.0, 0.0)

@@ -190,7 +190,10 @@ def test_default_selection_of_recall_changes_starts_from_the_default_and_reads_n
     for key in ("datasets", "split", "sampler", "objective", "selection", "top_k"):
         assert data[key] == earlier[key], key
     assert spec.base_config() == LabConfig() and data["configs"][0] == {}
-    assert all(c["retrieval.step_rules"] is True for c in data["configs"][1:]) and len(data["configs"]) == 3
+    assert all(c["retrieval.step_rules"] is True for c in data["configs"][1:3]) and len(data["configs"]) == 4
+    assert data["configs"][3] == {"retrieval.type_match": "contains"}
+    for candidate in data["configs"]:
+        spec.base_config().with_params(candidate)  # raises on an unknown field or a value out of range
     assert spec.live is not None and spec.live.seeds == earlier["live"]["seeds"]
     read_live = {*range(10, 15), *range(35, 55)}  # the held-out seeds of the earlier live selections
     assert spec.live.test_seeds and not set(spec.live.test_seeds) & {*spec.live.seeds, *read_live}

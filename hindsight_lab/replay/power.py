@@ -1,0 +1,67 @@
+"""How much data a promoted rule's lift needs: the rule ceiling's test on simulated histories of known effect.
+
+A history has ``tasks`` tasks, each of a difficulty drawn uniformly from ``difficulty``, and ``runs`` runs of each,
+replayed trial by trial (every task once, then every task again), as tau-bench's are. Each run follows one rule
+with probability ½ and succeeds with its task's difficulty plus half the rule's true within-task ``lift`` when it
+followed the rule, minus half when it did not. An ideal memory promotes the rule as soon as the runs so far support
+it (:func:`~.ceiling.promoted_after`, the promotion bar as ``promotion.evidence: within_task`` reads it), and its
+lift is read on the later runs against the within-task null (:func:`~.ceiling.forward_lift`), as a replay reads a
+promoted rule's.
+
+Over many histories this gives two rates: how often the bar promotes the rule, and how often its lift then clears
+the null's 95th percentile. With ``lift=0`` the first is the bar's false-promotion rate and the second the test's
+false-positive rate; with a real lift the second is the test's power on data of that shape.
+
+Examples:
+    >>> p = simulate_power(tasks=30, runs=4, lift=0.0, histories=4, shuffles=50, seed=0)
+    >>> sorted(p), p["histories"]
+    (['cleared', 'histories', 'mean_lift', 'promoted'], 4)
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from .ceiling import forward_lift, promoted_after
+from .lift import Run, RunTest
+
+#: The simulated rule: "call ``x`` (before ``y``)"; a run that followed it called both.
+_RULE = RunTest(lambda r: True, lambda r: "x" in r.tools)
+
+
+def simulated_history(rng: np.random.Generator, *, tasks: int, runs: int, lift: float,
+                      difficulty: tuple[float, float] = (0.2, 0.8)) -> list[Run]:
+    """One history of the module's shape, trial by trial, one source agent."""
+    base = rng.uniform(*difficulty, size=tasks)
+    out: list[Run] = []
+    for trial in range(runs):
+        for t in range(tasks):
+            followed = bool(rng.random() < 0.5)
+            chance = base[t] + (lift / 2 if followed else -lift / 2)
+            out.append(Run(f"t{t}-r{trial}", f"t{t}", "agent", len(out), ("x", "y") if followed else ("y",),
+                           bool(rng.random() < chance)))
+    return out
+
+
+def simulate_power(*, tasks: int, runs: int, lift: float, histories: int = 40, shuffles: int = 200,
+                   min_confidence: float = 0.7, min_tasks: int = 3, seed: int = 0) -> dict[str, Any]:
+    """Over ``histories`` simulated histories (module docstring): in how many the bar ``min_confidence`` /
+    ``min_tasks`` ``promoted`` the rule, in how many its lift on the later runs ``cleared`` the null's 95th
+    percentile (``shuffles`` shuffles), and the mean of those lifts."""
+    rng = np.random.default_rng(seed)
+    promoted = cleared = 0
+    lifts = []
+    for _ in range(histories):
+        history = simulated_history(rng, tasks=tasks, runs=runs, lift=lift)
+        after = promoted_after(history, _RULE, min_confidence=min_confidence, min_tasks=min_tasks)
+        if after is None:
+            continue
+        promoted += 1
+        read = forward_lift(history, [(_RULE, after)], n=shuffles, seed=int(rng.integers(1 << 31)))
+        if read["lift"] is not None:
+            lifts.append(read["lift"])
+            cleared += read["lift"] > read["null_p95"]
+    return {"histories": histories, "promoted": promoted, "cleared": cleared,
+            "mean_lift": float(np.mean(lifts)) if lifts else None}

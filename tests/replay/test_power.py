@@ -1,0 +1,28 @@
+"""The power simulation: histories of a known within-task lift, read by the ceiling's ideal memory and lift test."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from hindsight_lab.replay.power import simulate_power, simulated_history
+
+
+def test_a_history_has_the_asked_shape_and_effect() -> None:
+    runs = simulated_history(np.random.default_rng(0), tasks=3000, runs=2, lift=0.4)
+    assert len(runs) == 6000 and [r.order for r in runs] == list(range(6000))
+    assert [r.task for r in runs[:3]] == ["t0", "t1", "t2"] and runs[3000].task == "t0"  # trial by trial
+    followed = np.array(["x" in r.tools for r in runs])
+    success = np.array([r.success for r in runs])
+    assert abs(followed.mean() - 0.5) < 0.02
+    assert abs((success[followed].mean() - success[~followed].mean()) - 0.4) < 0.05
+
+
+def test_a_large_lift_clears_the_null_and_no_lift_seldom_does() -> None:
+    strong = simulate_power(tasks=100, runs=4, lift=0.5, histories=10, shuffles=100, seed=1)
+    assert strong["promoted"] == 10 and strong["cleared"] >= 9 and strong["mean_lift"] > 0.3
+    none = simulate_power(tasks=100, runs=4, lift=0.0, histories=40, shuffles=100, seed=1)
+    assert none["cleared"] <= 6 and abs(none["mean_lift"]) < 0.1  # near the test's 5 % level (4 of 40 here)
+    # more data, more power: the same +0.10 lift on ten times the tasks clears the null far more often
+    small = simulate_power(tasks=30, runs=4, lift=0.1, histories=20, shuffles=100, seed=2)
+    large = simulate_power(tasks=300, runs=4, lift=0.1, histories=20, shuffles=100, seed=2)
+    assert large["cleared"] >= small["cleared"] + 8

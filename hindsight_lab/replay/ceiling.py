@@ -42,7 +42,7 @@ import numpy as np
 from ..memory.verify import agree_probability, pair_vote
 from ..trace.arguments import Source, argument_sources
 from ..trace.checks import Check
-from .lift import Run, RunTest, null_lifts, pooled_lift, runs_of, within_task_shuffles
+from .lift import Run, RunTest, against_null, null_lifts, pooled_lift, runs_of, within_task_shuffles
 
 #: The rule forms counted, in report order; ``order`` is the only one a rule's check can express today.
 FORMS: tuple[str, ...] = ("order", "call", "avoid", "stated", "grounded")
@@ -149,9 +149,7 @@ def forward_lift(runs: Sequence[Run], promoted: Sequence[tuple[RunTest, int]], *
     lift, compared = pooled_lift(promoted, runs)
     out: dict[str, Any] = {"promoted": len(promoted), "lift": lift if compared else None, "runs_compared": compared}
     if compared:
-        null = null_lifts(promoted, runs, seed, n)
-        out.update(null_mean=float(np.nanmean(null)), null_p95=float(np.nanpercentile(null, 95)),
-                   p_value=float((1 + np.sum(null >= lift - 1e-12)) / (1 + np.sum(~np.isnan(null)))))
+        out.update(against_null(lift, null_lifts(promoted, runs, seed, n)))
     return out
 
 

@@ -111,8 +111,7 @@ def lift_report(rules: Sequence[Any], episodes: Sequence[Any], times: Sequence[d
     if compared:
         boot, null = _bootstrap(pairs, runs, seed, n), null_lifts(pairs, runs, seed, n)
         out.update(ci=[float(np.nanpercentile(boot, 2.5)), float(np.nanpercentile(boot, 97.5))],
-                   null_mean=float(np.nanmean(null)), null_p95=float(np.nanpercentile(null, 95)),
-                   p_value=float((1 + np.sum(null >= lift - 1e-12)) / (1 + np.sum(~np.isnan(null)))))
+                   **against_null(lift, null))
     return out
 
 
@@ -169,6 +168,13 @@ def _bootstrap(pairs: Sequence[tuple[Check | RunTest, int]], runs: Sequence[Run]
 def null_lifts(pairs: Sequence[tuple[Check | RunTest, int]], runs: Sequence[Run], seed: int, n: int) -> np.ndarray:
     """The pooled lift over ``n`` shuffles of the outcomes among the runs of each task."""
     return np.array([pooled_lift(pairs, shuffled)[0] for shuffled in within_task_shuffles(runs, seed + 1, n)])
+
+
+def against_null(lift: float, null: np.ndarray) -> dict[str, float]:
+    """A lift beside its null's lifts: the null's mean and 95th percentile, and the one-sided p-value (the share of
+    null lifts at least as high, one added to each side; lifts of shuffles that compared nothing are left out)."""
+    return {"null_mean": float(np.nanmean(null)), "null_p95": float(np.nanpercentile(null, 95)),
+            "p_value": float((1 + np.sum(null >= lift - 1e-12)) / (1 + np.sum(~np.isnan(null))))}
 
 
 def within_task_shuffles(runs: Sequence[Run], seed: int, n: int) -> Iterator[list[Run]]:

@@ -20,7 +20,9 @@ CHECK = {"kind": "order", "tools": ["verify_identity", "issue_refund"]}
 
 
 def _mem(hashing, **params) -> MemorySystem:
-    cfg = LabConfig().with_params(params)
+    """A memory with the uniform prior alone (``promotion.prior_effect: 1``), so that a few runs make a worked example;
+    the default, sceptical prior is tested on its own below."""
+    cfg = LabConfig().with_params({"promotion.prior_effect": 1.0, **params})
     return MemorySystem(cfg, store=InMemoryStore(), embedder=hashing, clock=lambda: T0).open()
 
 
@@ -194,3 +196,32 @@ def test_one_customer_with_two_requests_counts_as_two_tasks(hashing) -> None:
     _rule(mem2)
     mem2.write_episodes([run(0, ["send_voucher"]), run(1, ["send_voucher"])])
     assert not mem2.records(Kind.RULE) and mem2.records(Kind.CANDIDATE)[0].confidence == pytest.approx(3 / 4)
+
+
+def test_the_default_prior_on_no_effect_needs_more_evidence_than_three_tasks(hashing) -> None:
+    # the default puts 0.9 of the prior on "following the rule changes nothing": one follower that succeeded and one
+    # run that ignored it and failed (three tasks with the seed) promote under the uniform prior, not under this one
+    mem = _mem(hashing, **{"promotion.prior_effect": 0.1})
+    _rule(mem)
+    mem.write_episodes([_run(0, "C100", follow=True, ok=True), _run(1, "C200", follow=False, ok=False)])
+    (cand,) = mem.records(Kind.CANDIDATE)
+    assert cand.confidence == pytest.approx(helps_probability(counts(cand), 0.1)) and cand.confidence < 0.2
+    assert helps_probability(counts(cand), 1.0) == pytest.approx(5 / 6)
+    # four followers that succeeded and four runs that ignored it and failed, in different tasks: promoted
+    mem.write_episodes([_run(i, f"C{i}00", follow=i % 2 == 0, ok=i % 2 == 0) for i in range(2, 8)])
+    (rule,) = mem.records(Kind.RULE)
+    assert counts(rule) == {"fo": 4, "fx": 0, "io": 0, "ix": 4} and rule.confidence > 0.7
+
+
+def test_the_no_effect_part_of_the_prior_is_the_one_rate_model() -> None:
+    from scipy.integrate import dblquad, quad
+
+    c = {"fo": 3, "fx": 1, "io": 1, "ix": 3}
+    like = lambda f, i: f ** 3 * (1 - f) * i * (1 - i) ** 3  # noqa: E731
+    effect = dblquad(like, 0, 1, 0, 1)[0]
+    helps = dblquad(lambda f, i: like(f, i) * (f > i), 0, 1, 0, 1, epsabs=1e-12)[0]
+    no_effect = quad(lambda p: p ** 4 * (1 - p) ** 4, 0, 1)[0]
+    for prior in (0.1, 0.5):
+        expected = prior * helps / (prior * effect + (1 - prior) * no_effect)
+        assert helps_probability(c, prior) == pytest.approx(expected, rel=1e-3)
+    assert helps_probability(c, 1.0) == pytest.approx(helps / effect, rel=1e-3)

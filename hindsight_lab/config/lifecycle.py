@@ -65,6 +65,13 @@ class PromotionConfig(Section):
     min_mean_confidence: float = Field(0.7, ge=0, le=1, json_schema_extra=affects(WRITE))
     """The candidate's confidence must be strictly above this: the probability, from later outcomes, that following
     it raises the success rate (``verify``); the reflectors' running mean while no run has verified it."""
+    prior_effect: float = Field(0.1, gt=0, le=1, json_schema_extra=affects(WRITE))
+    """The prior probability that a verified rule changes the success rate at all; the rest of the prior is on no
+    effect (:mod:`hindsight_lab.memory.verify`). The confidence is checked after every run, so without this weight a
+    rule without effect crosses the bar by chance on a long enough history. For such a rule, the chance that its
+    confidence ever exceeds ``min_mean_confidence`` ``c`` is at most ``π (1 − c) / ((1 − π) c)`` (Ville's
+    inequality, exact for independent pairs of ``within_task`` evidence): 0.048 at the defaults. 1.0 is the uniform
+    prior alone."""
     verify: bool = Field(True, json_schema_extra=affects(WRITE))
     """Verify candidates and rules that carry a checkable form by the later runs that reach their step
     (:mod:`hindsight_lab.memory.verify`): their confidence follows those runs' outcomes."""

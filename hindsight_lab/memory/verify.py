@@ -12,11 +12,18 @@ success rate, ``P(p_followed > p_ignored)``; before any run reached its step, it
 proposed (``attrs.proposed``). A lucky rule — a wrong order that once succeeded — is weakened by the later runs that
 follow it and fail, whatever the reflector thought of it.
 
+Most rules a reflector proposes change nothing, and a confidence checked after every run will cross any bar by
+chance on a long enough history. So the prior also puts weight on **no effect** (both rates equal; ``θ = ½`` below):
+``promotion.prior_effect`` is the prior probability that a rule has any effect at all, and a rule's confidence is
+``P(it helps)`` under that prior — the posterior weight of an effect times the uniform part's answer. Its default
+(0.1) keeps the chance that a rule without effect ever reaches the promotion bar 0.7 below 5 % (Ville's inequality;
+:func:`agree_probability`).
+
 With ``promotion.evidence: within_task`` the confidence is read from pairs of runs of one task instead (the same
 instance, :func:`~hindsight_lab.trace.summary.same_instance`; the runs a rule was proposed from included): a pair
 it tells apart — one run followed it and the other did not, one succeeded and the other failed — **agrees** when the
 run that followed succeeded. With a uniform prior on the chance ``θ`` that such a pair agrees, the confidence is
-``P(θ > ½)`` (:func:`agree_probability`), the proposed one while no pair exists, and the tasks that confirm the rule
+``P(θ > ½)`` under the same prior (:func:`agree_probability`), the proposed one while no pair exists, and the tasks that confirm the rule
 are those of its agreeing pairs. A rule whose followers were only in easier tasks gains nothing: that is what the
 null of its lift keeps (:mod:`hindsight_lab.replay.lift`).
 
@@ -54,15 +61,29 @@ def _lbeta(a: float, b: float) -> float:
     return lgamma(a) + lgamma(b) - lgamma(a + b)
 
 
-def helps_probability(counts: Mapping[str, int]) -> float:
-    """``P(p_f > p_i)`` for independent ``p_f ~ Beta(1 + fo, 1 + fx)`` and ``p_i ~ Beta(1 + io, 1 + ix)``: the
-    exact sum for integer parameters (Miller, "Formulas for Bayesian A/B testing", 2015)."""
+def helps_probability(counts: Mapping[str, int], prior_effect: float = 1.0) -> float:
+    """``P(p_f > p_i)`` for the success rates of the runs that followed a rule (``fo`` of ``fo + fx``) and of those
+    that did not (``io`` of ``io + ix``).
+
+    With ``prior_effect`` π, the prior is π on independent uniform rates and 1 − π on no effect (one uniform rate
+    shared by both); the uniform part alone (π = 1) is the exact sum for integer parameters (Miller, "Formulas for
+    Bayesian A/B testing", 2015)."""
     af, bf = 1 + int(counts.get("fo", 0)), 1 + int(counts.get("fx", 0))
     ai, bi = 1 + int(counts.get("io", 0)), 1 + int(counts.get("ix", 0))
     total = 0.0
     for k in range(af):
         total += exp(_lbeta(ai + k, bi + bf) - log(bf + k) - _lbeta(1 + k, bf) - _lbeta(ai, bi))
-    return min(1.0, max(0.0, total))
+    log_bf = _lbeta(af, bf) + _lbeta(ai, bi) - _lbeta(af + ai - 1, bf + bi - 1)
+    return _with_no_effect(min(1.0, max(0.0, total)), log_bf, prior_effect)
+
+
+def _with_no_effect(p_uniform: float, log_bayes_factor: float, prior_effect: float) -> float:
+    """``P(helps)`` under a prior of ``prior_effect`` on the uniform model (where ``P(helps) = p_uniform``) and the
+    rest on no effect (where it is 0), given the evidence's Bayes factor of the first over the second."""
+    if prior_effect >= 1.0:
+        return p_uniform
+    odds = prior_effect / (1.0 - prior_effect) * exp(min(log_bayes_factor, 700.0))
+    return p_uniform * odds / (1.0 + odds)
 
 
 def evidence(rec: MemoryRecord) -> dict[str, str]:
@@ -78,15 +99,25 @@ def counts(rec: MemoryRecord) -> dict[str, int]:
     return out
 
 
-def agree_probability(agree: int, disagree: int) -> float:
-    """``P(θ > ½)`` for ``θ ~ Beta(1 + agree, 1 + disagree)``: ``P(Binomial(agree + disagree + 1, ½) ≤ agree)``.
+def agree_probability(agree: int, disagree: int, prior_effect: float = 1.0) -> float:
+    """``P(θ > ½)`` for the chance ``θ`` that a pair of runs agrees with a rule, after ``agree`` and ``disagree``
+    pairs.
+
+    With ``prior_effect`` π, the prior is π on ``θ ~ Uniform(0, 1)`` and 1 − π on no effect (``θ = ½``). The uniform
+    part alone (π = 1) gives ``P(Binomial(agree + disagree + 1, ½) ≤ agree)``; the rest weighs it by the posterior
+    probability of an effect, whose Bayes factor over none is ``2ⁿ B(agree + 1, disagree + 1)``. Under no effect
+    that factor is a nonnegative martingale, so however often the probability is checked, it exceeds ``c`` with
+    chance at most ``π (1 − c) / ((1 − π) c)`` (Ville's inequality, for independent pairs).
 
     Examples:
         >>> agree_probability(0, 0), agree_probability(3, 0), round(agree_probability(4, 1), 4)
         (0.5, 0.9375, 0.8906)
+        >>> round(agree_probability(3, 0, 0.1), 3), round(agree_probability(8, 0, 0.1), 3)  # 3 pairs say little
+        (0.17, 0.758)
     """
     n = agree + disagree + 1
-    return sum(comb(n, k) for k in range(agree + 1)) / 2 ** n
+    p_uniform = sum(comb(n, k) for k in range(agree + 1)) / 2 ** n
+    return _with_no_effect(p_uniform, (n - 1) * log(2) + _lbeta(agree + 1, disagree + 1), prior_effect)
 
 
 def pair_vote(first: tuple[bool, bool], second: tuple[bool, bool]) -> int:
@@ -146,15 +177,17 @@ def pairs(rec: MemoryRecord, overlap: float = 0.5) -> tuple[int, int, list[str]]
     return agree, disagree, list(dict.fromkeys(agreeing))
 
 
-def settle(rec: MemoryRecord, within_task: bool = False, overlap: float = 0.5) -> MemoryRecord:
+def settle(rec: MemoryRecord, within_task: bool = False, overlap: float = 0.5,
+           prior_effect: float = 1.0) -> MemoryRecord:
     """The record with its confidence as its evidence says (the proposed confidence while it has none); with
-    ``within_task``, as its pairs of runs of one task say (module docstring)."""
+    ``within_task``, as its pairs of runs of one task say; ``prior_effect``, the prior's weight on an effect
+    (module docstring)."""
     proposed = float((rec.attrs or {}).get("proposed", rec.confidence))
     if within_task:
         agree, disagree, _ = pairs(rec, overlap)
-        conf = agree_probability(agree, disagree) if agree + disagree else proposed
+        conf = agree_probability(agree, disagree, prior_effect) if agree + disagree else proposed
     else:
-        conf = helps_probability(counts(rec)) if evidence(rec) else proposed
+        conf = helps_probability(counts(rec), prior_effect) if evidence(rec) else proposed
     return rec if conf == rec.confidence else replace(rec, confidence=conf)
 
 
@@ -167,7 +200,7 @@ def code_of(check: Check, tools: list[str], outcome: str | None, failure_cause: 
 
 
 def observed(rec: MemoryRecord, episode: MemoryRecord, within_task: bool = False,
-             overlap: float = 0.5) -> MemoryRecord | None:
+             overlap: float = 0.5, prior_effect: float = 1.0) -> MemoryRecord | None:
     """``rec`` with the evidence of the episode record ``episode`` added and its confidence settled; None when the
     episode says nothing of it (no check, step not reached, an outside failure, or already counted). A run it was
     proposed from is no evidence (``attrs.evidence``), but with ``within_task`` it joins the record's pairs
@@ -189,10 +222,10 @@ def observed(rec: MemoryRecord, episode: MemoryRecord, within_task: bool = False
     if attrs == rec.attrs:
         return None
     attrs.setdefault("proposed", rec.confidence)
-    return settle(replace(rec, attrs=attrs), within_task, overlap)
+    return settle(replace(rec, attrs=attrs), within_task, overlap, prior_effect)
 
 
-def confirming(rec: MemoryRecord, within_task: bool = False, overlap: float = 0.5) -> list[str]:
+def confirming(rec: MemoryRecord, within_task: bool = False, overlap: float = 0.5, **_: Any) -> list[str]:
     """The episode ids that confirmed the record: those that followed it and succeeded, or ignored it and failed;
     with ``within_task``, those of its agreeing pairs."""
     if within_task:

@@ -279,7 +279,8 @@ class Writes:
     def _pairing(self) -> dict[str, Any]:
         """How verification reads evidence (``promotion.evidence``), as :mod:`.verify` takes it."""
         p = self.config.promotion
-        return {"within_task": p.evidence == "within_task", "overlap": p.same_task_overlap}
+        return {"within_task": p.evidence == "within_task", "overlap": p.same_task_overlap,
+                "prior_effect": p.prior_effect}
 
     def confirmations(self, rec: MemoryRecord) -> int:
         """How many different tasks (or episodes, ``promotion.distinct``) confirmed the record: those it was

@@ -8,9 +8,9 @@ one prerequisite), and forms no check expresses yet, ``call`` (call a tool at al
 ``stated`` and ``grounded`` (pass a tool's argument a value the user said, or one the user said or a tool returned:
 :mod:`hindsight_lab.trace.arguments`) — the pairs of runs of one task that the rule tells apart are counted: one run
 followed it and the other did not, and one succeeded and the other failed. The pair **agrees** when the run that
-followed succeeded. With a uniform prior on the chance ``θ`` that a pair agrees, a rule is **supported** when
-``P(θ > ½)`` is above the promotion bar (``promotion.min_mean_confidence``) and its agreeing pairs come from at least
-``promotion.min_hits`` tasks. The lift compares runs of one source agent, so a supported rule must also have, in
+followed succeeded. A rule is **supported** when it clears the promotion bar as the memory reads it (:class:`Bar`):
+``P(θ > ½)`` for the chance ``θ`` that a pair agrees, under the memory's prior (``promotion.prior_effect``), is above
+``promotion.min_mean_confidence``, and its agreeing pairs come from at least ``promotion.min_hits`` tasks. The lift compares runs of one source agent, so a supported rule must also have, in
 some source, runs that followed it and runs that did not: in a cross-agent replay with one run of each agent per
 task, a rule that only marks the better agent's habits has agreeing pairs but nothing to compare.
 
@@ -26,8 +26,10 @@ Examples:
     >>> runs = [Run(f"{t}{i}", t, "", 0, tools, ok) for t in ("a", "b", "c")
     ...         for i, (tools, ok) in enumerate([(("get", "pay"), True), (("pay",), False)])]
     >>> rule = within_task_support(runs, lambda r: "pay" in r.tools, lambda r: "get" in r.tools[:r.tools.index("pay")])
-    >>> rule.agree, rule.disagree, rule.tasks, round(rule.probability, 3)
-    (3, 0, 3, 0.938)
+    >>> rule.agree, rule.disagree, rule.tasks, round(rule.probability(), 3), round(rule.probability(0.1), 3)
+    (3, 0, 3, 0.938, 0.17)
+    >>> rule.passes(Bar(prior_effect=1.0)), rule.passes(Bar())  # three pairs clear a uniform prior, not a sceptical one
+    (True, False)
 """
 
 from __future__ import annotations
@@ -49,6 +51,22 @@ FORMS: tuple[str, ...] = ("order", "call", "avoid", "stated", "grounded")
 
 
 @dataclass(frozen=True)
+class Bar:
+    """The promotion bar as ``promotion.evidence: within_task`` reads it: ``P(θ > ½)`` above ``min_confidence``
+    under a prior of ``prior_effect`` on an effect (:func:`~hindsight_lab.memory.verify.agree_probability`), and
+    agreeing pairs from ``min_tasks`` tasks or more."""
+
+    min_confidence: float = 0.7
+    min_tasks: int = 3
+    prior_effect: float = 0.1
+
+    @classmethod
+    def of(cls, promotion: Any) -> "Bar":
+        """The bar of a ``promotion`` config section."""
+        return cls(promotion.min_mean_confidence, promotion.min_hits, promotion.prior_effect)
+
+
+@dataclass(frozen=True)
 class Support:
     """A rule's within-task evidence: agreeing and disagreeing pairs, the tasks of the agreeing ones, and whether
     some source agent has runs that followed it and runs that did not (``compared``: the lift compares runs of one
@@ -59,16 +77,15 @@ class Support:
     tasks: int
     compared: bool = True
 
-    @property
-    def probability(self) -> float:
-        """``P(θ > ½)`` for ``θ ~ Beta(1 + agree, 1 + disagree)`` (what ``promotion.evidence: within_task`` reads,
-        :func:`~hindsight_lab.memory.verify.agree_probability`)."""
-        return agree_probability(self.agree, self.disagree)
+    def probability(self, prior_effect: float = 1.0) -> float:
+        """``P(θ > ½)`` under a prior of ``prior_effect`` on an effect (what ``promotion.evidence: within_task``
+        reads, :func:`~hindsight_lab.memory.verify.agree_probability`)."""
+        return agree_probability(self.agree, self.disagree, prior_effect)
 
-    def passes(self, min_confidence: float, min_tasks: int) -> bool:
-        """Whether the rule is supported: ``P(θ > ½)`` above ``min_confidence``, agreeing pairs from ``min_tasks``
-        tasks or more, and runs of one source to compare."""
-        return self.probability > min_confidence and self.tasks >= min_tasks and self.compared
+    def passes(self, bar: Bar) -> bool:
+        """Whether the rule is supported: it clears ``bar``, and some source has runs to compare."""
+        return (self.tasks >= bar.min_tasks and self.compared
+                and self.probability(bar.prior_effect) > bar.min_confidence)
 
 
 class _Tally:
@@ -129,15 +146,14 @@ def _rules(runs: Sequence[Run], sources: Mapping[str, Mapping[tuple[str, str], S
     return out
 
 
-def promoted_after(runs: Sequence[Run], test: RunTest, *, min_confidence: float = 0.7, min_tasks: int = 3
-                   ) -> int | None:
+def promoted_after(runs: Sequence[Run], test: RunTest, bar: Bar = Bar()) -> int | None:
     """The order of the run after which an ideal memory would promote the rule — the first run by which the runs so
     far support it within tasks (the module's test, as ``promotion.evidence: within_task`` reads them) — or None."""
     tally = _Tally()
     for run in runs:
         if test.applies(run):
             tally.add(run, test.followed(run))
-            if tally.support.passes(min_confidence, min_tasks):
+            if tally.support.passes(bar):
                 return run.order
     return None
 
@@ -153,8 +169,8 @@ def forward_lift(runs: Sequence[Run], promoted: Sequence[tuple[RunTest, int]], *
     return out
 
 
-def rule_ceiling(episodes: Sequence[Any], *, min_confidence: float = 0.7, min_tasks: int = 3,
-                 examples: int = 3, shuffles: int = 100, seed: int = 0) -> dict[str, Any]:
+def rule_ceiling(episodes: Sequence[Any], bar: Bar = Bar(), *, examples: int = 3, shuffles: int = 100,
+                 seed: int = 0) -> dict[str, Any]:
     """The ``rule_ceiling`` block of a replay's ``metrics.json``: per form, how many rules were tried and how many
     are supported within tasks (module docstring), with the best ``examples``; and how many tasks have both a
     success and a failure (only those can tell a rule's followers from the others). Failures of an outside cause
@@ -181,8 +197,8 @@ def rule_ceiling(episodes: Sequence[Any], *, min_confidence: float = 0.7, min_ta
         found: dict[str, list[tuple[float, str, Support]]] = {form: [] for form in FORMS}
         for form, text, marks in rules:
             s = _support([(runs[i], f) for i, f in marks])
-            if s.passes(min_confidence, min_tasks):
-                found[form].append((s.probability, text, s))
+            if s.passes(bar):
+                found[form].append((s.probability(bar.prior_effect), text, s))
         return found
 
     found = supported(runs)
@@ -201,8 +217,8 @@ def rule_ceiling(episodes: Sequence[Any], *, min_confidence: float = 0.7, min_ta
             forms[form].update(chance_mean=float(null.mean()), chance_p95=float(np.percentile(null, 95)),
                                p_value=float((1 + np.sum(null >= len(found[form]))) / (1 + shuffles)))
         promoted = [(test, after) for f, _, test in tests if f == form
-                    if (after := promoted_after(runs, test, min_confidence=min_confidence, min_tasks=min_tasks))
-                    is not None]
+                    if (after := promoted_after(runs, test, bar)) is not None]
         forms[form]["forward"] = forward_lift(runs, promoted, seed=seed)
     return {"tasks": len(outcomes), "tasks_with_both_outcomes": sum(len(v) == 2 for v in outcomes.values()),
-            "min_confidence": min_confidence, "min_tasks": min_tasks, "shuffles": shuffles, "forms": forms}
+            "min_confidence": bar.min_confidence, "min_tasks": bar.min_tasks, "prior_effect": bar.prior_effect,
+            "shuffles": shuffles, "forms": forms}

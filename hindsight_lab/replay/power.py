@@ -24,7 +24,7 @@ from typing import Any
 
 import numpy as np
 
-from .ceiling import forward_lift, promoted_after
+from .ceiling import Bar, forward_lift, promoted_after
 from .lift import Run, RunTest
 
 #: The simulated rule: "call ``x`` (before ``y``)"; a run that followed it called both.
@@ -45,20 +45,22 @@ def simulated_history(rng: np.random.Generator, *, tasks: int, runs: int, lift: 
     return out
 
 
-def simulate_power(*, tasks: int, runs: int, lift: float, histories: int = 40, shuffles: int = 200,
-                   min_confidence: float = 0.7, min_tasks: int = 3, seed: int = 0) -> dict[str, Any]:
-    """Over ``histories`` simulated histories (module docstring): in how many the bar ``min_confidence`` /
-    ``min_tasks`` ``promoted`` the rule, in how many its lift on the later runs ``cleared`` the null's 95th
-    percentile (``shuffles`` shuffles), and the mean of those lifts."""
+def simulate_power(*, tasks: int, runs: int, lift: float, bar: Bar = Bar(), histories: int = 40,
+                   shuffles: int = 200, seed: int = 0) -> dict[str, Any]:
+    """Over ``histories`` simulated histories (module docstring): in how many the promotion ``bar`` ``promoted``
+    the rule, in how many its lift on the later runs ``cleared`` the null's 95th
+    percentile (``shuffles`` shuffles; 0 reads no lift, only the bar), and the mean of those lifts."""
     rng = np.random.default_rng(seed)
     promoted = cleared = 0
     lifts = []
     for _ in range(histories):
         history = simulated_history(rng, tasks=tasks, runs=runs, lift=lift)
-        after = promoted_after(history, _RULE, min_confidence=min_confidence, min_tasks=min_tasks)
+        after = promoted_after(history, _RULE, bar)
         if after is None:
             continue
         promoted += 1
+        if not shuffles:
+            continue  # the bar alone
         read = forward_lift(history, [(_RULE, after)], n=shuffles, seed=int(rng.integers(1 << 31)))
         if read["lift"] is not None:
             lifts.append(read["lift"])

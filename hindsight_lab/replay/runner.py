@@ -15,7 +15,7 @@ from ..datasets.combine import ORDERS, file_sha256
 from ..errors import ConfigError, NothingToDo
 from ..metrics import Judgements
 from ..metrics.modes import MODES, judge_mode
-from .ceiling import rule_ceiling
+from .ceiling import Bar, rule_ceiling
 from .engine import ReplayRun, run_conversations, run_episodes
 from .journal import JOURNAL_DIR, Journal
 from .lift import lift_report
@@ -246,9 +246,7 @@ def _replay(data: Path | Sequence[Any], dataset: dict[str, Any], *, systems: Seq
         run.lift = {name: lift_report(rules, episodes, times, injected=rules_injected(run, name))
                     for name, rules in run.rules.items()}
         if run.rules:
-            promotion = config.promotion
-            run.rule_ceiling = rule_ceiling(episodes, min_confidence=promotion.min_mean_confidence,
-                                            min_tasks=promotion.min_hits)
+            run.rule_ceiling = rule_ceiling(episodes, Bar.of(config.promotion))
     return run, judgements, sources
 
 

@@ -21,8 +21,10 @@ def replayed(tmp_path_factory, minilm):
     eps = generate("policy", n=2, seed=0)
     # Episodes found by the request alone, as this scenario was written for: found by the request and their tool
     # names, the episodes fill the search's 600-token budget (8 hits) before any rule, and the search below would
-    # show no rule at all, stale or not.
-    systems = build_systems(["hindsight"], config=LabConfig().with_params({"episode.key": "instruction"}),
+    # show no rule at all, stale or not. Rules promoted under the uniform prior alone: the scenario's few runs per
+    # order would not clear the default prior, and what is tested here is what happens to promoted rules.
+    systems = build_systems(["hindsight"], config=LabConfig().with_params({"episode.key": "instruction",
+                                                                          "promotion.prior_effect": 1.0}),
                             embedder=minilm, top_k=10, token_budget=600, root=str(tmp_path_factory.mktemp("policy")))
     run = run_episodes(eps, systems)
     yield eps, run, systems[0].mem
@@ -64,7 +66,8 @@ def test_search_after_the_replay_shows_no_stale_rule(replayed):
 
 def test_negative_control_without_the_conflict_pass_the_stale_rule_stays(tmp_path, minilm):
     eps = generate("policy", n=2, seed=0)
-    cfg = LabConfig().with_params({"conflicts.enabled": False})
+    cfg = LabConfig().with_params({"conflicts.enabled": False, "episode.key": "instruction",
+                                   "promotion.prior_effect": 1.0})  # the replay above, without the conflict pass
     systems = build_systems(["hindsight"], config=cfg, embedder=minilm, top_k=10, token_budget=600,
                             root=str(tmp_path))
     run_episodes(eps, systems)

@@ -88,7 +88,11 @@ def test_three_different_failures_promote_and_stats_count():
     assert stats["trigger_rate"] == pytest.approx(3 / 5)
 
 
-def test_a_checked_rule_waits_for_a_run_that_followed_it_and_succeeded(mem):
+def test_a_checked_rule_waits_for_a_run_that_followed_it_and_succeeded():
+    # the uniform prior alone: one follower's success is then enough (the default prior asks for more runs,
+    # tests/test_verify.py)
+    mem = MemorySystem(LabConfig().with_params({"promotion.prior_effect": 1.0}), store=InMemoryStore(),
+                       embedder=HashingEmbedder(dim=256))
     outs = _three_failures(mem)  # f1 and f2 skipped get_order and failed: evidence for the rule, not yet proof
     (cand,) = mem.records(Kind.CANDIDATE)
     assert not outs[-1].promoted and mem.stats()["rules"] == 0

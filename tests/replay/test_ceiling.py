@@ -7,7 +7,7 @@ from typing import Any
 import pytest
 
 from hindsight_lab.config import LabConfig
-from hindsight_lab.replay.ceiling import Support, forward_lift, promoted_after, rule_ceiling, within_task_support
+from hindsight_lab.replay.ceiling import Bar, Support, forward_lift, promoted_after, rule_ceiling, within_task_support
 from hindsight_lab.replay.lift import Run, RunTest, runs_of
 from hindsight_lab.trace.checks import Check
 from hindsight_lab.replay.runner import run_replay
@@ -36,7 +36,7 @@ def test_a_rule_that_only_marks_one_agents_habit_compares_nothing() -> None:
     runs = [Run(f"{t}{agent}", t, agent, 0, ("verify", "pay") if agent == "b" else ("pay",), agent == "b")
             for t in ("t1", "t2", "t3", "t4") for agent in ("a", "b")]
     s = within_task_support(runs, *_before("verify", "pay"))
-    assert (s.agree, s.tasks) == (4, 4) and s.probability > 0.9 and not s.compared
+    assert (s.agree, s.tasks) == (4, 4) and s.probability() > 0.9 and not s.compared
     # once agent a verifies in one task, its runs can be compared
     runs[0] = Run("t1a", "t1", "a", 0, ("verify", "pay"), False)
     assert within_task_support(runs, *_before("verify", "pay")).compared
@@ -47,7 +47,21 @@ def test_the_probability_is_the_beta_posterior_that_pairs_agree_more_often_than_
 
     for agree, disagree in [(0, 0), (3, 0), (4, 1), (2, 5), (10, 7)]:
         expected = 1 - beta.cdf(0.5, 1 + agree, 1 + disagree)
-        assert Support(agree, disagree, 1).probability == pytest.approx(expected, abs=1e-12)
+        assert Support(agree, disagree, 1).probability() == pytest.approx(expected, abs=1e-12)
+
+
+def test_the_prior_on_no_effect_weighs_the_uniform_answer_by_the_posterior_of_an_effect() -> None:
+    from scipy.integrate import quad
+
+    for agree, disagree in [(0, 0), (3, 0), (8, 0), (4, 1), (2, 5), (12, 3)]:
+        for prior in (0.1, 0.5):
+            like = lambda t: t ** agree * (1 - t) ** disagree  # noqa: E731
+            effect, no_effect = prior * quad(like, 0, 1)[0], (1 - prior) * 0.5 ** (agree + disagree)
+            expected = prior * quad(like, 0.5, 1)[0] / (effect + no_effect)
+            assert Support(agree, disagree, 1).probability(prior) == pytest.approx(expected, rel=1e-9)
+    # the sceptical prior needs many more agreeing pairs to clear the bar
+    assert Support(3, 0, 3).passes(Bar(prior_effect=1.0)) and not Support(3, 0, 3).passes(Bar(prior_effect=0.1))
+    assert Support(8, 0, 3).passes(Bar(prior_effect=0.1))
 
 
 def test_traces_whose_failures_skip_a_step_support_order_rules_and_traces_without_contrast_none(traces) -> None:
@@ -100,6 +114,9 @@ def test_chance_counts_the_rules_shuffled_outcomes_support_and_a_planted_rule_be
     assert "p_value" not in rule_ceiling(episodes, shuffles=0)["forms"]["order"]
 
 
+UNIFORM = Bar(prior_effect=1.0)  # a small history: the uniform prior promotes early enough to leave runs to judge
+
+
 def test_an_ideal_memory_promotes_a_rule_at_the_first_run_that_supports_it_and_judges_it_on_later_runs(traces) -> None:
     runs = runs_of(load_episode_data(traces(20, 4, seed=2)).episodes, outside_failures=False)
     tools = sorted({t for r in runs for t in r.tools})
@@ -110,9 +127,9 @@ def test_an_ideal_memory_promotes_a_rule_at_the_first_run_that_supports_it_and_j
                 continue
             test = RunTest.of(Check((a, b)))
             passes = [k for k in range(len(runs))
-                      if (s := within_task_support(runs[:k + 1], test.applies, test.followed)).probability > 0.7
+                      if (s := within_task_support(runs[:k + 1], test.applies, test.followed)).probability(1.0) > 0.7
                       and s.tasks >= 3 and s.compared]
-            after = promoted_after(runs, test)
+            after = promoted_after(runs, test, UNIFORM)
             assert after == (runs[passes[0]].order if passes else None), (a, b)
             if after is not None:
                 promoted.append((test, after))
@@ -120,7 +137,8 @@ def test_an_ideal_memory_promotes_a_rule_at_the_first_run_that_supports_it_and_j
     forward = forward_lift(runs, promoted)
     assert forward["promoted"] == len(promoted) and forward["runs_compared"] > 0
     assert forward["lift"] > forward["null_p95"] and forward["p_value"] <= 0.05  # the planted rules hold later on
-    assert rule_ceiling(load_episode_data(traces(20, 4, seed=2)).episodes)["forms"]["order"]["forward"] == forward
+    assert rule_ceiling(load_episode_data(traces(20, 4, seed=2)).episodes, UNIFORM)["forms"]["order"]["forward"] \
+        == forward
     # only runs after a rule's promotion are compared: promoted at the last run, a rule has nothing to judge
     assert forward_lift(runs, [(test, len(runs) - 1) for test, _ in promoted])["runs_compared"] == 0
 
@@ -161,9 +179,9 @@ def test_argument_rules_are_supported_when_runs_that_use_the_users_values_succee
         rid = f"R{t}" if stated else f"R{t}X"
         return _episode([{**said, "content": said["content"].format(t=t)},
                          {"type": "tool_call", "name": "cancel", "arguments": {"id": rid}}], ok=stated,
-                        eid=f"{'abcd'[t]}{i}")
+                        eid=f"{'abcdefgh'[t]}{i}")
 
-    episodes = [run(t, i, stated=i % 2 == 0) for i in range(2) for t in range(4)]
+    episodes = [run(t, i, stated=i % 2 == 0) for i in range(2) for t in range(8)]
     stated = rule_ceiling(episodes, shuffles=0)["forms"]["stated"]
     assert stated["supported"] == 1 and stated["examples"][0]["rule"] == "Call cancel with the id the user stated."
-    assert stated["examples"][0]["tasks"] == 4
+    assert stated["examples"][0]["tasks"] == 8

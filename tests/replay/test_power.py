@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from hindsight_lab.replay.ceiling import Bar
 from hindsight_lab.replay.power import simulate_power, simulated_history
 
 
@@ -26,3 +27,14 @@ def test_a_large_lift_clears_the_null_and_no_lift_seldom_does() -> None:
     small = simulate_power(tasks=30, runs=4, lift=0.1, histories=20, shuffles=100, seed=2)
     large = simulate_power(tasks=300, runs=4, lift=0.1, histories=20, shuffles=100, seed=2)
     assert large["cleared"] >= small["cleared"] + 8
+
+
+def test_the_sceptical_prior_keeps_a_rule_without_effect_from_being_promoted_when_checked_after_every_run() -> None:
+    # checked after every run, the uniform prior's bar is crossed by chance in most long histories; with 0.9 of the
+    # prior on no effect, Ville's inequality bounds it by 0.048 for independent pairs (a few more here: pairs of one
+    # task share runs)
+    uniform = simulate_power(tasks=100, runs=4, lift=0.0, bar=Bar(prior_effect=1.0), histories=40, shuffles=0, seed=3)
+    sceptical = simulate_power(tasks=100, runs=4, lift=0.0, histories=40, shuffles=0, seed=3)
+    assert uniform["promoted"] >= 20 and sceptical["promoted"] <= 4
+    # and a real effect is still promoted
+    assert simulate_power(tasks=100, runs=4, lift=0.3, histories=10, shuffles=0, seed=3)["promoted"] >= 8

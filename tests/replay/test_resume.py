@@ -28,7 +28,7 @@ def test_a_killed_replay_resumes_to_the_same_metrics(traces, tmp_path, capsys):
     # easier merging and promotion, so that L3 rules are promoted and injected (reuse_rate) in so short a replay
     common = [str(dataset), "--no-mlflow", "--systems", "none,dense,bm25,hindsight",
               *(x for kv in ("embedder.model=hashing-256", "dedup.similarity=0.8", "promotion.min_hits=2",
-                             "promotion.min_mean_confidence=0.5") for x in ("--set", kv))]
+                             "promotion.min_mean_confidence=0.5", "promotion.prior_effect=1") for x in ("--set", kv))]
     assert main(["replay", *common, "--out", str(tmp_path / "whole")]) == 0
     assert not (tmp_path / "whole" / JOURNAL_DIR).exists()  # removed once the report is written
 

@@ -41,7 +41,7 @@ from typing import Any, Callable, Mapping, Sequence
 
 import numpy as np
 
-from ..memory.verify import agree_probability, pair_vote
+from ..memory.verify import CODES, CONFIRMS, agree_probability, helps_probability, pair_vote
 from ..trace.arguments import Source, argument_sources
 from ..trace.checks import Check
 from .lift import Run, RunTest, against_null, null_lifts, pooled_lift, runs_of, within_task_shuffles
@@ -146,15 +146,34 @@ def _rules(runs: Sequence[Run], sources: Mapping[str, Mapping[tuple[str, str], S
     return out
 
 
-def promoted_after(runs: Sequence[Run], test: RunTest, bar: Bar = Bar()) -> int | None:
+def promoted_after(runs: Sequence[Run], test: RunTest, bar: Bar = Bar(), evidence: str = "within_task"
+                   ) -> int | None:
     """The order of the run after which an ideal memory would promote the rule — the first run by which the runs so
-    far support it within tasks (the module's test, as ``promotion.evidence: within_task`` reads them) — or None."""
+    far clear ``bar`` — or None. ``evidence`` is what the bar reads, as ``promotion.evidence`` says: ``within_task``,
+    the pairs of runs of one task the rule tells apart (the module's test); ``runs``, every run, by the success
+    rates of those that followed it and of those that did not (:func:`~hindsight_lab.memory.verify.
+    helps_probability`), confirmed in ``bar.min_tasks`` tasks and by a follower that succeeded, as the memory asks."""
+    if evidence not in ("within_task", "runs"):
+        raise ValueError(f"evidence: expected 'within_task' or 'runs', got {evidence!r}")
     tally = _Tally()
+    codes = dict.fromkeys(CODES, 0)
+    confirming: set[str] = set()
     for run in runs:
-        if test.applies(run):
-            tally.add(run, test.followed(run))
+        if not test.applies(run):
+            continue
+        followed = test.followed(run)
+        if evidence == "within_task":
+            tally.add(run, followed)
             if tally.support.passes(bar):
                 return run.order
+            continue
+        code = ("f" if followed else "i") + ("o" if run.success else "x")
+        codes[code] += 1
+        if code in CONFIRMS:
+            confirming.add(run.task)
+        if (codes["fo"] and len(confirming) >= bar.min_tasks
+                and helps_probability(codes, bar.prior_effect) > bar.min_confidence):
+            return run.order
     return None
 
 

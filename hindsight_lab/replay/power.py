@@ -4,7 +4,8 @@ A history has ``tasks`` tasks, each of a difficulty drawn uniformly from ``diffi
 replayed trial by trial (every task once, then every task again), as tau-bench's are. Each run follows one rule
 with probability ½ and succeeds with its task's difficulty plus half the rule's true within-task ``lift`` when it
 followed the rule, minus half when it did not. An ideal memory promotes the rule as soon as the runs so far support
-it (:func:`~.ceiling.promoted_after`, the promotion bar as ``promotion.evidence: within_task`` reads it), and its
+it (:func:`~.ceiling.promoted_after`, the promotion bar as ``promotion.evidence: within_task`` reads it, or as
+``runs``, the default, does), and its
 lift is read on the later runs against the within-task null (:func:`~.ceiling.forward_lift`), as a replay reads a
 promoted rule's.
 
@@ -45,17 +46,17 @@ def simulated_history(rng: np.random.Generator, *, tasks: int, runs: int, lift: 
     return out
 
 
-def simulate_power(*, tasks: int, runs: int, lift: float, bar: Bar = Bar(), histories: int = 40,
-                   shuffles: int = 200, seed: int = 0) -> dict[str, Any]:
-    """Over ``histories`` simulated histories (module docstring): in how many the promotion ``bar`` ``promoted``
-    the rule, in how many its lift on the later runs ``cleared`` the null's 95th
+def simulate_power(*, tasks: int, runs: int, lift: float, bar: Bar = Bar(), evidence: str = "within_task",
+                   histories: int = 40, shuffles: int = 200, seed: int = 0) -> dict[str, Any]:
+    """Over ``histories`` simulated histories (module docstring): in how many the promotion ``bar``, reading
+    ``evidence`` as ``promotion.evidence`` does (:func:`~.ceiling.promoted_after`), ``promoted`` the rule, in how many its lift on the later runs ``cleared`` the null's 95th
     percentile (``shuffles`` shuffles; 0 reads no lift, only the bar), and the mean of those lifts."""
     rng = np.random.default_rng(seed)
     promoted = cleared = 0
     lifts = []
     for _ in range(histories):
         history = simulated_history(rng, tasks=tasks, runs=runs, lift=lift)
-        after = promoted_after(history, _RULE, bar)
+        after = promoted_after(history, _RULE, bar, evidence)
         if after is None:
             continue
         promoted += 1

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import numpy as np
+import pytest
 
 from hindsight_lab.replay.ceiling import Bar
 from hindsight_lab.replay.power import simulate_power, simulated_history
@@ -38,3 +39,15 @@ def test_the_sceptical_prior_keeps_a_rule_without_effect_from_being_promoted_whe
     assert uniform["promoted"] >= 20 and sceptical["promoted"] <= 4
     # and a real effect is still promoted
     assert simulate_power(tasks=100, runs=4, lift=0.3, histories=10, shuffles=0, seed=3)["promoted"] >= 8
+
+
+@pytest.mark.parametrize("evidence", ["within_task", "runs"])
+def test_each_evidence_reads_the_bar_calibrated_under_the_default_prior(evidence: str) -> None:
+    # the memory's default evidence (``runs``: every run, by the two success rates) is checked after every run too:
+    # under the uniform prior a rule without effect crosses the bar in most histories, under the default in few
+    uniform = simulate_power(tasks=100, runs=4, lift=0.0, bar=Bar(prior_effect=1.0), evidence=evidence,
+                             histories=40, shuffles=0, seed=4)
+    sceptical = simulate_power(tasks=100, runs=4, lift=0.0, evidence=evidence, histories=40, shuffles=0, seed=4)
+    assert uniform["promoted"] >= 20 and sceptical["promoted"] <= 4, (uniform, sceptical)
+    with pytest.raises(ValueError, match="evidence"):
+        simulate_power(tasks=3, runs=1, lift=0.0, evidence="pairs", histories=1, shuffles=0)

@@ -161,6 +161,10 @@ def _lift_line(name: str, lift: dict) -> str:
         share = lift.get("injected_where_apply")
         head += "; none applied to a later query)" if share is None else \
             f"; {share:.2f} of those that applied injected for at least half of the later queries they apply to)"
+        paired = [r for r in lift.get("rules", ()) if "pairs" in r]
+        if paired:
+            head += (f"; {sum(r['pairs_across_tasks'] for r in paired)} of the {sum(r['pairs'] for r in paired)} "
+                     "pairs of runs they were verified by join different tasks (by the dataset's task ids)")
     if not lift.get("runs_compared"):
         return head + "; lift n/a (no run to compare)"
     ci = lift["ci"]

@@ -45,7 +45,7 @@ from __future__ import annotations
 
 from dataclasses import replace
 from math import comb, exp, lgamma, log
-from typing import Any, Mapping
+from typing import Any, Iterator, Mapping
 
 from ..trace.checks import Check
 from ..trace.summary import same_instance
@@ -161,20 +161,26 @@ def pairs(rec: MemoryRecord, overlap: float = 0.5) -> tuple[int, int, list[str]]
         >>> pairs(rec)  # a: the follower succeeded; b: the follower failed; c: alone
         (1, 1, ['a1', 'a2'])
     """
-    runs = list(paired_runs(rec).items())
     agree = disagree = 0
     agreeing: list[str] = []
+    for e1, e2, vote in told_apart(rec, overlap):
+        if vote > 0:
+            agree += 1
+            agreeing += [e1, e2]
+        else:
+            disagree += 1
+    return agree, disagree, list(dict.fromkeys(agreeing))
+
+
+def told_apart(rec: MemoryRecord, overlap: float = 0.5) -> Iterator[tuple[str, str, int]]:
+    """The pairs of the record's runs (``attrs.paired``) of one instance that it tells apart: ``(episode id, episode
+    id, vote)``, the vote as :func:`pair_vote` gives it."""
+    runs = list(paired_runs(rec).items())
     for i, (e1, (c1, s1)) in enumerate(runs):
         for e2, (c2, s2) in runs[i + 1:]:
             vote = pair_vote((c1[0] == "f", c1[1] == "o"), (c2[0] == "f", c2[1] == "o"))
-            if not vote or not same_instance(s1, s2, overlap):
-                continue
-            if vote > 0:
-                agree += 1
-                agreeing += [e1, e2]
-            else:
-                disagree += 1
-    return agree, disagree, list(dict.fromkeys(agreeing))
+            if vote and same_instance(s1, s2, overlap):
+                yield e1, e2, vote
 
 
 def settle(rec: MemoryRecord, within_task: bool = False, overlap: float = 0.5,

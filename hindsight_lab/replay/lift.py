@@ -82,12 +82,18 @@ def pooled_lift(rules: Sequence[tuple[Check | RunTest, int]], runs: Sequence[Run
 
 
 def lift_report(rules: Sequence[Any], episodes: Sequence[Any], times: Sequence[datetime], *, seed: int = 0,
-                n: int = 1000, injected: Mapping[str, set[str]] | None = None) -> dict[str, Any]:
+                n: int = 1000, injected: Mapping[str, set[str]] | None = None, overlap: float = 0.5
+                ) -> dict[str, Any]:
     """The lift block of a replay's ``metrics.json`` for one system's L3 rules (records with ``attrs.check`` and
     ``attrs.promoted_at``) over the replayed ``episodes`` (in replay order, at ``times`` on the replay clock).
 
     With ``injected`` (query episode id → the rules injected for it, each known by its first source episode), each
-    rule also says where it was injected: see :func:`where_applied`."""
+    rule also says where it was injected: see :func:`where_applied`.
+
+    A rule verified by pairs of runs of one task (``promotion.evidence: within_task``) also says how many pairs it
+    read (``pairs``) and how many of them join runs of *different* tasks by the dataset's task ids
+    (``pairs_across_tasks``). The memory tells a task by the identifiers its runs name (``overlap``,
+    ``promotion.same_task_overlap``), never by a label; this checks it where the labels exist."""
     runs = runs_of(episodes, outside_failures=False)
     promoted = []
     for rec in rules:
@@ -96,9 +102,11 @@ def lift_report(rules: Sequence[Any], episodes: Sequence[Any], times: Sequence[d
             promoted.append((rec, check, _order_after(times, datetime.fromisoformat(at))))
     pairs = [(check, after) for _, check, after in promoted]
     lift, compared = pooled_lift(pairs, runs)
+    task_of = {e.episode_id: e.task_id or e.episode_id for e in episodes}
     out: dict[str, Any] = {"promoted": len(promoted), "distinct": len({check for _, check, _ in promoted}),
                            "rules": [{"id": rec.id, "rule": rec.content, "check": check.to_dict(),
-                                      "promoted_after_episode": after, "confidence": rec.confidence}
+                                      "promoted_after_episode": after, "confidence": rec.confidence,
+                                      **_pairs_across_tasks(rec, task_of, overlap)}
                                      for rec, check, after in promoted],
                            "lift": lift if compared else None, "runs_compared": compared, "note": NOTE}
     if injected is not None:
@@ -113,6 +121,18 @@ def lift_report(rules: Sequence[Any], episodes: Sequence[Any], times: Sequence[d
         out.update(ci=[float(np.nanpercentile(boot, 2.5)), float(np.nanpercentile(boot, 97.5))],
                    **against_null(lift, null))
     return out
+
+
+def _pairs_across_tasks(rec: Any, task_of: Mapping[str, str], overlap: float) -> dict[str, int]:
+    """``{pairs, pairs_across_tasks}`` of a rule verified within tasks
+    (:func:`~hindsight_lab.memory.verify.told_apart`); empty for a rule verified otherwise."""
+    from ..memory.verify import paired_runs, told_apart
+
+    if not paired_runs(rec):
+        return {}
+    told = list(told_apart(rec, overlap))
+    return {"pairs": len(told),
+            "pairs_across_tasks": sum(task_of.get(a, a) != task_of.get(b, b) for a, b, _ in told)}
 
 
 def runs_of(episodes: Sequence[Any], *, outside_failures: bool = True) -> list[Run]:

@@ -243,7 +243,8 @@ def _replay(data: Path | Sequence[Any], dataset: dict[str, Any], *, systems: Seq
         run.timing["prefetch_s"] = prefetch_s
         dataset.update(n_episodes=len(episodes), clock=run.clock)
         times = [o["at"] for o in sorted(run.outcomes, key=lambda o: o["order"])]
-        run.lift = {name: lift_report(rules, episodes, times, injected=rules_injected(run, name))
+        run.lift = {name: lift_report(rules, episodes, times, injected=rules_injected(run, name),
+                                      overlap=config.promotion.same_task_overlap)
                     for name, rules in run.rules.items()}
         if run.rules:
             run.rule_ceiling = rule_ceiling(episodes, Bar.of(config.promotion))

@@ -144,3 +144,24 @@ def test_rules_with_the_same_check_are_one_distinct_rule() -> None:
     assert out["injected_where_apply"] == 0.0  # r3 applies to e3 and was not injected; r1 and r2 apply to none
     line = _lift_line("hindsight", out)
     assert "3 promoted rule(s) with a check (2 distinct; 0.00 of those that applied" in line
+
+
+def test_a_rule_verified_within_tasks_says_how_many_of_its_pairs_join_different_tasks() -> None:
+    # e0/e1 are runs of task-0 and e2/e3 of task-1 (the dataset's labels), but all four name the same customer, so
+    # the memory's instance signatures pair every follower with every run that skipped the step
+    eps = _episodes([(FOLLOW, True), (SKIP, False), (FOLLOW, True), (SKIP, False)])
+    times = [T0 + timedelta(hours=i) for i in range(len(eps))]
+    paired = {f"e{i}": [code, ["c100"]] for i, code in enumerate(["fo", "ix", "fo", "ix"])}
+    rule = _rule(0)
+    rule = MemoryRecord(id=rule.id, kind=rule.kind, content=rule.content, confidence=rule.confidence,
+                        attrs={**rule.attrs, "paired": paired})
+    out = lift_report([rule], eps, times, n=50)
+    assert (out["rules"][0]["pairs"], out["rules"][0]["pairs_across_tasks"]) == (4, 2)  # e0–e3 and e1–e2 across
+    assert "2 of the 4 pairs of runs they were verified by join different tasks" in _lift_line("hindsight", out)
+    # told apart by their identifiers, the runs of the two tasks no longer pair across them
+    paired.update(e2=["fo", ["c200"]], e3=["ix", ["c200"]])
+    rule = MemoryRecord(id=rule.id, kind=rule.kind, content=rule.content, confidence=rule.confidence,
+                        attrs={**rule.attrs, "paired": paired})
+    assert lift_report([rule], eps, times, n=50)["rules"][0]["pairs_across_tasks"] == 0
+    # a rule verified by every run has no pairs to report
+    assert "pairs" not in lift_report([_rule(0)], eps, times, n=50)["rules"][0]

@@ -137,7 +137,8 @@ def _ceiling_line(ceiling: dict) -> str:
     """What rules the traces support within tasks (``metrics.json`` ``rule_ceiling``): a line, then one per form."""
     lines = [f"traces: {ceiling['tasks_with_both_outcomes']} of {ceiling['tasks']} tasks have both a success and a "
              f"failure; rules supported within tasks (P > {ceiling['min_confidence']:g} from {ceiling['min_tasks']}+ "
-             f"tasks, prior on an effect {ceiling.get('prior_effect', 1.0):g}; an optimistic ceiling), by chance (outcomes shuffled within tasks), and an ideal memory's "
+             f"tasks, prior on an effect {ceiling.get('prior_effect', 1.0):g}; an optimistic ceiling), by chance "
+             "(outcomes shuffled within tasks), and an ideal memory's "
              "(each rule promoted once the runs so far support it, its lift read on later runs):"]
     for form, cell in ceiling["forms"].items():
         line = f"  {form:<9} {cell['supported']} of {cell['tried']}"

@@ -22,8 +22,8 @@ chance on a long enough history. So the prior also puts weight on **no effect** 
 With ``promotion.evidence: within_task`` the confidence is read from pairs of runs of one task instead (the same
 instance, :func:`~hindsight_lab.trace.summary.same_instance`; the runs a rule was proposed from included): a pair
 it tells apart — one run followed it and the other did not, one succeeded and the other failed — **agrees** when the
-run that followed succeeded. With a uniform prior on the chance ``θ`` that such a pair agrees, the confidence is
-``P(θ > ½)`` under the same prior (:func:`agree_probability`), the proposed one while no pair exists, and the tasks that confirm the rule
+run that followed succeeded. The confidence is ``P(θ > ½)`` for the chance ``θ`` that such a pair agrees, under the
+same prior (:func:`agree_probability`), the proposed one while no pair exists, and the tasks that confirm the rule
 are those of its agreeing pairs. A rule whose followers were only in easier tasks gains nothing: that is what the
 null of its lift keeps (:mod:`hindsight_lab.replay.lift`).
 
@@ -202,7 +202,12 @@ def code_of(check: Check, tools: list[str], outcome: str | None, failure_cause: 
     or failed for an outside cause)."""
     if not check.reaches(tools) or (outcome != "success" and failure_cause == "external"):
         return None
-    return ("f" if check.followed(tools) else "i") + ("o" if outcome == "success" else "x")
+    return run_code(check.followed(tools), outcome == "success")
+
+
+def run_code(followed: bool, succeeded: bool) -> str:
+    """The :data:`CODES` entry of a run that ``followed`` a rule or not and ``succeeded`` or not."""
+    return ("f" if followed else "i") + ("o" if succeeded else "x")
 
 
 def observed(rec: MemoryRecord, episode: MemoryRecord, within_task: bool = False,
@@ -231,7 +236,7 @@ def observed(rec: MemoryRecord, episode: MemoryRecord, within_task: bool = False
     return settle(replace(rec, attrs=attrs), within_task, overlap, prior_effect)
 
 
-def confirming(rec: MemoryRecord, within_task: bool = False, overlap: float = 0.5, **_: Any) -> list[str]:
+def confirming(rec: MemoryRecord, within_task: bool = False, overlap: float = 0.5) -> list[str]:
     """The episode ids that confirmed the record: those that followed it and succeeded, or ignored it and failed;
     with ``within_task``, those of its agreeing pairs."""
     if within_task:

@@ -287,7 +287,7 @@ class Writes:
         proposed from and the later runs that confirmed it, or (``promotion.evidence: within_task``) the runs of its
         agreeing pairs."""
         if self._pairing["within_task"]:
-            episodes = verify.confirming(rec, **self._pairing)
+            episodes = verify.confirming(rec, True, self.config.promotion.same_task_overlap)
         else:
             episodes = list(dict.fromkeys([*rec.source_episode_ids, *verify.confirming(rec)]))
         if self.config.promotion.distinct == "episodes":

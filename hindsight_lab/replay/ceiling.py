@@ -10,8 +10,9 @@ one prerequisite), and forms no check expresses yet, ``call`` (call a tool at al
 followed it and the other did not, and one succeeded and the other failed. The pair **agrees** when the run that
 followed succeeded. A rule is **supported** when it clears the promotion bar as the memory reads it (:class:`Bar`):
 ``P(θ > ½)`` for the chance ``θ`` that a pair agrees, under the memory's prior (``promotion.prior_effect``), is above
-``promotion.min_mean_confidence``, and its agreeing pairs come from at least ``promotion.min_hits`` tasks. The lift compares runs of one source agent, so a supported rule must also have, in
-some source, runs that followed it and runs that did not: in a cross-agent replay with one run of each agent per
+``promotion.min_mean_confidence``, and its agreeing pairs come from at least ``promotion.min_hits`` tasks. The lift
+compares runs of one source agent, so a supported rule must also have, in some source, runs that followed it and runs
+that did not: in a cross-agent replay with one run of each agent per
 task, a rule that only marks the better agent's habits has agreeing pairs but nothing to compare.
 
 The count is an optimistic ceiling: every rule of the form is tried on the whole dataset at once, where a memory
@@ -41,7 +42,7 @@ from typing import Any, Callable, Mapping, Sequence
 
 import numpy as np
 
-from ..memory.verify import CODES, CONFIRMS, agree_probability, helps_probability, pair_vote
+from ..memory.verify import CODES, CONFIRMS, agree_probability, helps_probability, pair_vote, run_code
 from ..trace.arguments import Source, argument_sources
 from ..trace.checks import Check
 from .lift import Run, RunTest, against_null, null_lifts, pooled_lift, runs_of, within_task_shuffles
@@ -52,9 +53,8 @@ FORMS: tuple[str, ...] = ("order", "call", "avoid", "stated", "grounded")
 
 @dataclass(frozen=True)
 class Bar:
-    """The promotion bar as ``promotion.evidence: within_task`` reads it: ``P(θ > ½)`` above ``min_confidence``
-    under a prior of ``prior_effect`` on an effect (:func:`~hindsight_lab.memory.verify.agree_probability`), and
-    agreeing pairs from ``min_tasks`` tasks or more."""
+    """The promotion bar (``promotion.*``): a confidence above ``min_confidence`` under a prior of ``prior_effect``
+    on an effect (:mod:`hindsight_lab.memory.verify`), confirmed in ``min_tasks`` tasks or more."""
 
     min_confidence: float = 0.7
     min_tasks: int = 3
@@ -167,7 +167,7 @@ def promoted_after(runs: Sequence[Run], test: RunTest, bar: Bar = Bar(), evidenc
             if tally.support.passes(bar):
                 return run.order
             continue
-        code = ("f" if followed else "i") + ("o" if run.success else "x")
+        code = run_code(followed, run.success)
         codes[code] += 1
         if code in CONFIRMS:
             confirming.add(run.task)

@@ -49,8 +49,9 @@ def simulated_history(rng: np.random.Generator, *, tasks: int, runs: int, lift: 
 def simulate_power(*, tasks: int, runs: int, lift: float, bar: Bar = Bar(), evidence: str = "within_task",
                    histories: int = 40, shuffles: int = 200, seed: int = 0) -> dict[str, Any]:
     """Over ``histories`` simulated histories (module docstring): in how many the promotion ``bar``, reading
-    ``evidence`` as ``promotion.evidence`` does (:func:`~.ceiling.promoted_after`), ``promoted`` the rule, in how many its lift on the later runs ``cleared`` the null's 95th
-    percentile (``shuffles`` shuffles; 0 reads no lift, only the bar), and the mean of those lifts."""
+    ``evidence`` as ``promotion.evidence`` does (:func:`~.ceiling.promoted_after`), ``promoted`` the rule, in how
+    many its lift on the later runs ``cleared`` the null's 95th percentile (``shuffles`` shuffles; 0 reads no lift,
+    only the bar), and the mean of those lifts."""
     rng = np.random.default_rng(seed)
     promoted = cleared = 0
     lifts = []

@@ -105,6 +105,25 @@ def test_classifier_learns_from_successes_only_when_asked(method):
     assert infer("successes") == "confirm_booking+hold_slot"
 
 
+@pytest.mark.parametrize("method", ["knn", "logistic"])
+@pytest.mark.parametrize("cause, learnt", [("external", "confirm_booking"), ("strategy", "confirm_booking+hold_slot"),
+                                           (None, "confirm_booking+hold_slot")])
+def test_not_strategy_learns_from_the_runs_an_outage_failed_as_from_successes(method, cause, learnt):
+    """The same three failed bookings, failed by an outage (``failure_cause: external``), by the agent's choice, or
+    for no recorded cause: ``learn_from: not_strategy`` learns from the first as ``all`` does, and from the others
+    as ``successes`` does."""
+    cfg = LabConfig().with_params({"retrieval.classifier.method": method, "retrieval.classifier.min_votes": 1,
+                                   "retrieval.classifier.min_share": 0.0,
+                                   "retrieval.classifier.learn_from": "not_strategy"})
+    m = MemorySystem(cfg, store=InMemoryStore(), embedder=HashingEmbedder(dim=256), clock=lambda: T0)
+    for i in range(3):
+        m.write_episode(episode(f"f{i}", f"book a table for {i + 2} tonight", ["confirm_booking"], "failure",
+                                failure_cause=cause))
+    m.write_episode(episode("s", "reserve a quiet table for two", ["hold_slot", "confirm_booking"]))
+    m.write_episode(episode("r", "refund the order", ["issue_refund"]))
+    assert m.search("book a table for 4 tonight").task_type == learnt
+
+
 def test_classifier_forgets_an_episode_rewritten_as_a_failure():
     cfg = LabConfig().with_params({"retrieval.classifier.method": "logistic", "retrieval.classifier.min_votes": 1,
                                    "retrieval.classifier.learn_from": "successes"})

@@ -45,12 +45,15 @@ class ClassifierConfig(Section):
     similarity of whole instructions, names and numbers included; ``logistic`` and ``embedding`` see them masked,
     so a request about the same customer as another kind of task is not drawn to that task's type (the README's
     replay figures compare the methods)."""
-    learn_from: Literal["all", "successes"] = Field("successes", json_schema_extra=affects(RECALL))
-    """The stored episodes it learns from (``knn``: the neighbours that vote): ``all``, or only ``successes``. A
-    failed run's derived task type is what its agent did, not what the task needed: where an agent's default path
-    skips a step, its failures share one truncated type that can outvote the runs that succeeded (``successes``
-    leaves them out); where the failed trials of a task fail alike, they still carry the task's signal (``all``
-    keeps it)."""
+    learn_from: Literal["all", "successes", "not_strategy"] = Field("successes",
+                                                                     json_schema_extra=affects(RECALL))
+    """The stored episodes it learns from (``knn``: the neighbours that vote): ``all``, only ``successes``, or
+    ``not_strategy``: the successes and the failures caused outside the agent (``failure_cause: external``, an
+    outage). A failed run's derived task type is what its agent did, not what the task needed: where an agent's
+    default path skips a step, its failures share one truncated type that can outvote the runs that succeeded
+    (``successes`` leaves them out); where the failed trials of a task fail alike, they still carry the task's
+    signal (``all`` keeps it). A run cut short by an outage did what its agent chose up to the failing call, and
+    nothing says that choice was wrong, so ``not_strategy`` learns from it as from a success."""
     max_per_type: int = Field(50, ge=1, json_schema_extra=affects(RECALL))
     """``logistic``, ``embedding``: the newest episodes of each task type it learns from."""
     describe_weight: float = Field(10.0, ge=0, json_schema_extra=affects(RECALL))
@@ -80,6 +83,14 @@ class ClassifierConfig(Section):
     it asked, which is what makes a lexical lure; whether it asked the same is read without that instance, by the
     wording of the others. Those that asked the same are kept: what they came to for this very instance is the best
     evidence (:mod:`hindsight_lab.retrieve.classify`)."""
+
+    contrast: bool = Field(False, json_schema_extra=affects(RECALL))
+    """With ``instance_blind``: also read the query by the words that set it apart from the stored requests about
+    its instance (those missing from at least one of them) and keep the types that fit both readings (the product
+    of the two probabilities). Two requests about one instance share its names and its description ("order 27214,
+    the green grinder that … bought"); the words they do not share ("set up an exchange" against "please cancel")
+    say what each asks, and a sentence embedding of the whole request weighs them little against the description.
+    A retry worded alike sets nothing apart, and the query is read whole."""
 
     @model_validator(mode="after")
     def _intent_match_needs_intent(self) -> "ClassifierConfig":

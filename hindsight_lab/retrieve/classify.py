@@ -26,6 +26,16 @@ left out; the whole set's model when leaving them out would not move its solutio
 ask what the query asks are kept: what that request came to for this very instance (a refusal where others got a
 cancellation) is the best evidence there is. If the query cannot be read without them, all are left out.
 
+**Contrastive reading** (``contrast``, with ``instance_blind``): two requests about one instance share its names and
+its description ("order <num>, the green coffee grinder that <name> <name> bought in <name>"), and a sentence
+embedding of the whole request weighs that description more than the few words that say what is asked ("set up an
+exchange on" against "please cancel"). So the query is also read by its words that a stored request about its
+instance does not say (:func:`contrast_text`), and a type must fit both readings: the two probabilities are
+multiplied and renormalised. Only a stored request that asks something else counts: one whose own differing words
+read, by the model without the instance, as its whole request does, while the query's read as another type, each
+sure enough to answer (``min_share``, ``min_votes``). A retry in other words fails that test (its differing words are
+scattered and read as no type, or as one its request is not), and the query is then read whole.
+
 The training set is the newest ``max_per_type`` episodes of every task type, kept in process and refitted lazily
 at the first prediction after a change. ``scikit-learn`` is imported at the first fit; embeddings of the masked
 texts are memoised.
@@ -76,10 +86,44 @@ def describe_tools(tools: Iterable[str]) -> str:
     return " ".join(w for w in words if w)
 
 
-def learns_from(learn_from: str, outcome: str | None) -> bool:
-    """Whether an episode with this outcome teaches the classifier (``retrieval.classifier.learn_from``: ``all``,
-    or only ``successes``); for ``knn``, whether it votes."""
-    return learn_from == "all" or outcome == "success"
+_TOKEN = re.compile(r"<\w+>|[A-Za-z][\w'’-]*")
+
+
+def contrast_text(masked: str, others: Sequence[str]) -> str:
+    """The words of a masked request by which it differs from another masked request about its instance: those
+    missing from at least one of ``others``, in the request's order ("" when every other says them all, as a
+    retry does).
+
+    Examples:
+        >>> q = mask_entities("Set up an exchange on order 27214, the green grinder that Dmitri Novak bought.")
+        >>> contrast_text(q, [mask_entities("Please cancel order 27214, the green grinder that Dmitri Novak bought.")])
+        'Set up an exchange on'
+        >>> contrast_text(q, [q])
+        ''
+    """
+    vocabularies = [{w.lower() for w in _TOKEN.findall(o)} for o in others]
+    return " ".join(w for w in _TOKEN.findall(masked) if any(w.lower() not in v for v in vocabularies))
+
+
+def _differ(a: str | None, b: str | None) -> bool:
+    """Two readings that both name a type, and not the same one."""
+    return a is not None and b is not None and a != b
+
+
+def learns_from(learn_from: str, outcome: str | None, failure_cause: str | None = None) -> bool:
+    """Whether an episode with this outcome (and, failed, this ``failure_cause``) teaches the classifier
+    (``retrieval.classifier.learn_from``: ``all``, only ``successes``, or ``not_strategy``: the successes and the
+    runs that failed from outside the agent); for ``knn``, whether it votes.
+
+    Examples:
+        >>> [learns_from(m, "failure", "external") for m in ("all", "successes", "not_strategy")]
+        [True, False, True]
+        >>> learns_from("not_strategy", "failure", "strategy"), learns_from("not_strategy", "partial", None)
+        (False, False)
+    """
+    if learn_from == "all" or outcome == "success":
+        return True
+    return learn_from == "not_strategy" and failure_cause == "external"
 
 
 class TaskTypeClassifier:
@@ -93,6 +137,8 @@ class TaskTypeClassifier:
         embed: texts → unit-norm embedding rows; required by ``embedding``.
         describe_weight: ``embedding``: sample weight of each task type's tool description (0: no descriptions).
         instance_blind: type a query without the stored requests about the same instance (module docstring).
+        contrast: with ``instance_blind``, also read what the query says that those requests do not (module
+            docstring).
 
     Examples:
         >>> import numpy as np
@@ -109,14 +155,14 @@ class TaskTypeClassifier:
 
     def __init__(self, max_per_type: int = 50, min_votes: int = 2, min_share: float = 0.5, *,
                  method: str = "logistic", embed: Callable[[Sequence[str]], Any] | None = None,
-                 describe_weight: float = 10.0, instance_blind: bool = False) -> None:
+                 describe_weight: float = 10.0, instance_blind: bool = False, contrast: bool = False) -> None:
         if method not in ("logistic", "embedding"):
             raise ValueError(f"method: must be 'logistic' or 'embedding' (got {method!r})")
         if method == "embedding" and embed is None:
             raise ValueError("method 'embedding' needs an embed function")
         self.max_per_type, self.min_votes, self.min_share = max_per_type, min_votes, min_share
         self.method, self._embed, self.describe_weight = method, embed, float(describe_weight)
-        self.instance_blind = instance_blind
+        self.instance_blind, self.contrast = instance_blind, contrast
         self._by_type: dict[str, dict[str, tuple[float, str]]] = {}  # type → id → (created_at, masked text)
         self._tools: dict[str, tuple[str, ...]] = {}  # id → tools its episode called
         self._type_of: dict[str, str] = {}
@@ -172,8 +218,7 @@ class TaskTypeClassifier:
 
     def predict(self, query: str) -> tuple[str | None, float]:
         """``(task_type, probability)``, or ``(None, probability of the best)`` when it abstains."""
-        left_out = self._left_out(query)
-        probs = self._probabilities(query, left_out)
+        probs, left_out = self._read(query)
         if not probs:
             return None, 0.0
         label = self._decide(probs, left_out)
@@ -181,19 +226,66 @@ class TaskTypeClassifier:
 
     def probabilities(self, query: str) -> dict[str, float]:
         """Every stored task type's probability for ``query`` (empty when nothing is stored); with
-        ``instance_blind``, learnt without the stored requests about the query's instance."""
-        return self._probabilities(query, self._left_out(query))
+        ``instance_blind``, learnt without the stored requests about the query's instance, and with ``contrast``,
+        joined with the reading of what the query says that they do not."""
+        return self._read(query)[0]
 
-    def _probabilities(self, query: str, left_out: frozenset[str], memo: bool = False) -> dict[str, float]:
+    def left_out(self, query: str) -> frozenset[str]:
+        """The ids of the stored examples ``query`` is typed without (``instance_blind``; module docstring)."""
+        return self._read(query)[1]
+
+    def _read(self, query: str) -> tuple[dict[str, float], frozenset[str]]:
+        """The query's type probabilities and the stored examples they were learnt without."""
+        same = self._same_instance(query)
+        if not same:
+            return self._probabilities(query, same), same
+        contrast = self._contrast(mask_entities(query), same) if self.contrast else ""
+        left_out = self._left_out(query, same, contrast)
+        return self._joint(query, contrast, left_out), left_out
+
+    def _contrast(self, masked: str, same: frozenset[str]) -> str:
+        """The words by which ``masked`` (the query) differs from the stored requests about its instance that ask
+        something else. A stored request asks something else when the words by which it differs from the query
+        say what it asks — the model without the instance reads them as it reads the whole request — and the
+        query's differing words read as another type; each reading sure enough to answer (``min_share``,
+        ``min_votes``). A retry in other words fails this: its differing words are scattered and read as no type,
+        or as one its whole request is not."""
+        def reading(text: str) -> str | None:
+            return self._decide(self._probabilities(text, same, memo=True, masked=True), same)
+
+        apart = []
+        for rid in sorted(same):
+            other = self._text(rid)
+            mine, theirs = contrast_text(masked, [other]), contrast_text(other, [masked])
+            if not (mine and theirs):
+                continue
+            asks = reading(other)
+            if asks is not None and reading(theirs) == asks and _differ(reading(mine), asks):
+                apart.append(other)
+        return contrast_text(masked, apart) if apart else ""
+
+    def _joint(self, query: str, contrast: str, left_out: frozenset[str]) -> dict[str, float]:
+        """``query``'s probabilities without ``left_out``, times its ``contrast``'s (renormalised) when there is one:
+        a type must fit both the whole request and what sets it apart from the other requests of its instance."""
+        probs = self._probabilities(query, left_out)
+        if not contrast or len(probs) <= 1:
+            return probs
+        apart = self._probabilities(contrast, left_out, memo=True, masked=True)
+        joint = {t: p * apart.get(t, 0.0) for t, p in probs.items()}
+        total = sum(joint.values())
+        return {t: p / total for t, p in joint.items()} if total > 0 else probs
+
+    def _probabilities(self, query: str, left_out: frozenset[str], memo: bool = False,
+                       masked: bool = False) -> dict[str, float]:
         """Every type's probability for ``query`` by the model without ``left_out`` (``memo``: keep the embedding
-        of its masked text, a stored request's)."""
+        of its masked text, a stored request's; ``masked``: ``query`` is masked already)."""
         types = [t for t, ex in self._by_type.items() if any(rid not in left_out for rid in ex)]
         if len(types) <= 1:
             return {t: 1.0 for t in types}
         model = self._model_without(left_out)
-        masked = mask_entities(query)
-        probs = model.predict_proba(self._vectorise([masked], memo=memo) if self.method == "embedding"
-                                    else [masked])[0]
+        masked_text = query if masked else mask_entities(query)
+        probs = model.predict_proba(self._vectorise([masked_text], memo=memo) if self.method == "embedding"
+                                    else [masked_text])[0]
         return {str(t): float(p) for t, p in zip(model.classes_, probs)}
 
     def query_text(self, query: str) -> str | None:
@@ -210,17 +302,18 @@ class TaskTypeClassifier:
 
         self._last_query = ([text], np.asarray(vector, dtype=np.float64).reshape(1, -1))
 
-    def _left_out(self, query: str) -> frozenset[str]:
-        """The stored examples left out when ``query`` is typed (none unless ``instance_blind``): those about the
-        instance it names, but for the ones that, read without that instance, ask what the query asks."""
+    def _same_instance(self, query: str) -> frozenset[str]:
+        """The stored examples about the instance ``query`` names (none unless ``instance_blind``)."""
         if not self.instance_blind or not self._instance:
             return frozenset()
         sig = request_signature(query)
         sharing = set().union(*(self._naming.get(item, ()) for item in sig))  # the others share nothing with it
-        same = frozenset(rid for rid in sharing if same_instance(sig, self._instance[rid]))
-        if not same:
-            return same
-        asked = self._decide(self._probabilities(query, same), same)
+        return frozenset(rid for rid in sharing if same_instance(sig, self._instance[rid]))
+
+    def _left_out(self, query: str, same: frozenset[str], contrast: str = "") -> frozenset[str]:
+        """The stored examples left out when ``query`` is typed: those about its instance (``same``), but for the
+        ones that, read without that instance, ask what the query asks (the query read with its ``contrast``)."""
+        asked = self._decide(self._joint(query, contrast, same), same)
         if asked is None:
             return same
         return frozenset(rid for rid in same

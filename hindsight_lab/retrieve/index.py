@@ -89,7 +89,8 @@ class RecallIndex:
         self.classifier = TaskTypeClassifier(
             classifier.max_per_type, classifier.min_votes, classifier.min_share,
             method="embedding" if classifier.method == "embedding" else "logistic", embed=embed,
-            describe_weight=classifier.describe_weight, instance_blind=classifier.instance_blind)
+            describe_weight=classifier.describe_weight, instance_blind=classifier.instance_blind,
+            contrast=classifier.contrast)
         self.retired = RetiredVoters(load_archived)
         self._bucket_of: dict[str, Bucket] = {}
         self._counts: dict[Bucket, int] = dict.fromkeys(BUCKETS, 0)
@@ -139,7 +140,7 @@ class RecallIndex:
             self.task_types.add(rec.id, rec.task_type, rec.created_at.timestamp(), bucket)
             self.lexical.add(rec.id, rec.embed_text, bucket)
         if rec.kind is Kind.EPISODE:  # without a task_type (not learnt from) the classifier forgets the record
-            learnt = learns_from(self.learn_from, rec.outcome)
+            learnt = learns_from(self.learn_from, rec.outcome, (rec.attrs or {}).get("failure_cause"))
             self.classifier.add(rec.id, stored_request(rec), rec.task_type if learnt else None,
                                 rec.created_at.timestamp(), tools=(rec.attrs or {}).get("tools", ()))
         if bucket is Bucket.ARCHIVE:

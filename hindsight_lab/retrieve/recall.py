@@ -171,7 +171,8 @@ def _vector_path(store: Any, index: RecallIndex, q: np.ndarray, cfg: RetrievalCo
             continue
         want = max(cfg.path_depth, cfg.classifier.k) if bucket is Bucket.EPISODE else cfg.path_depth
         for rank, (rec, sim, emb) in enumerate(store.query(bucket, q, min(want, n))):
-            if bucket is Bucket.EPISODE and learns_from(cfg.classifier.learn_from, rec.outcome):
+            cause = (rec.attrs or {}).get("failure_cause")
+            if bucket is Bucket.EPISODE and learns_from(cfg.classifier.learn_from, rec.outcome, cause):
                 votes.append((rec.task_type, sim))
             if rank < cfg.path_depth and sim >= cfg.min_similarity:
                 add(rec, emb, sim, "vector")

@@ -337,6 +337,10 @@ def test_search_types_the_query_instance_blind_when_configured():
 
     assert inferred(cfg.with_params({"retrieval.classifier.instance_blind": False})) == "cancel_order"  # the control
     assert inferred(cfg.with_params({"retrieval.classifier.instance_blind": True})) == "issue_refund"
+    for contrast in (False, True):  # the contrastive reading is the config's
+        config = cfg.with_params({"retrieval.classifier.contrast": contrast})
+        assert MemorySystem(config, store=mem.store, embedder=mem.embedder).open().index_.classifier.contrast \
+            is contrast
 
 
 def test_a_model_without_a_few_examples_starts_from_the_whole_sets_and_reaches_the_same_optimum():
@@ -421,14 +425,14 @@ def test_instance_blind_forgets_the_instance_of_a_removed_or_evicted_request():
     # the requests about the query's instance are found through the items of their signatures; a request removed,
     # or evicted as its type's oldest, is no longer found
     blind = _with_a_lure(True)
-    assert blind._left_out(REFUND_LIKE_THE_LURE) == {"lure"}
+    assert blind.left_out(REFUND_LIKE_THE_LURE) == {"lure"}
     blind.remove("lure")
-    assert blind._left_out(REFUND_LIKE_THE_LURE) == frozenset()
+    assert blind.left_out(REFUND_LIKE_THE_LURE) == frozenset()
     assert all("lure" not in ids for ids in blind._naming.values())
     small = TaskTypeClassifier(max_per_type=1, min_votes=1, min_share=0.0, instance_blind=True)
     small.add("old", LURE, "cancel", 1.0)
     small.add("new", "Please cancel the kettle on order 5150 for Ines Roy", "cancel", 2.0)  # evicts "old"
-    assert small._left_out(REFUND_LIKE_THE_LURE) == frozenset()
+    assert small.left_out(REFUND_LIKE_THE_LURE) == frozenset()
     assert set().union(*small._naming.values()) == {"new"}
 
 
@@ -484,3 +488,66 @@ def test_type_match_contains_credits_a_run_whose_tools_include_the_query_types()
     assert mem.stored_episode("both").task_type == "issue_refund+update_address"
     assert (exact["both"], exact["a0"], exact["r0"]) == (0.0, 1.0, 0.0)  # the control
     assert (contains["both"], contains["a0"], contains["r0"]) == (1.0, 1.0, 0.0)
+
+
+def _lure_typing(pairs, minilm, **kw) -> list[bool]:
+    """For each lure pair, whether a classifier that learnt the pair's stored runs (as the default memory learns
+    them: successes and outages) types the query as its own run derives."""
+    from hindsight_lab.config import LabConfig
+    from hindsight_lab.retrieve.classify import learns_from
+    from hindsight_lab.trace.summary import derive_task_type
+
+    read_only = LabConfig().episode.read_only_prefixes
+    right = []
+    for p in pairs:
+        clf = TaskTypeClassifier(min_votes=2, min_share=0.3, method="embedding", embed=minilm.embed,
+                                 instance_blind=True, **kw)
+        for j, e in enumerate(p.memories):
+            if learns_from("not_strategy", e.outcome, e.failure_cause):
+                clf.add(str(j), e.instruction, derive_task_type(e, read_only), float(j), tools=e.tool_names())
+        right.append(clf.predict(p.query.instruction)[0] == derive_task_type(p.query, read_only))
+    return right
+
+
+def test_contrast_reads_a_query_by_the_words_that_set_it_apart_from_its_instances_other_request(minilm):
+    from hindsight_lab.datasets.synthetic import generate
+    from hindsight_lab.replay.lures import lure_pairs
+
+    # the lure says "Please cancel order 27214, the green coffee grinder that …" where the query says "Set up an
+    # exchange on order 27214, the green coffee grinder that …": read whole, the embedding weighs the grinder more
+    # than the verb, and the query is often read as the kind of task other grinders came to
+    pairs = lure_pairs(generate("lures", n=30, seed=3))
+    whole = _lure_typing(pairs, minilm)
+    contrasted = _lure_typing(pairs, minilm, contrast=True)
+    assert sum(contrasted) >= sum(whole) + 3, (sum(whole), sum(contrasted))
+    assert sum(contrasted) >= 0.9 * len(pairs)
+
+
+def test_contrast_leaves_alone_a_request_whose_instance_has_only_retries_in_other_words(minilm):
+    # two earlier requests about the same customer and order, worded otherwise but asking the same: the words
+    # that differ are scattered and read as no type surely enough, so the query is read whole
+    retries = ["Hi, the blue lamp on order 6120 for Gina Park in Rome arrived broken and she wants a refund",
+               "Gina Park from Rome got order 6120, the blue lamp, in pieces; please pay her back"]
+
+    def trained(contrast: bool) -> TaskTypeClassifier:
+        clf = TaskTypeClassifier(min_votes=1, min_share=0.3, method="embedding", embed=minilm.embed,
+                                 instance_blind=True, contrast=contrast)
+        for i, text in enumerate(REFUNDS):
+            clf.add(f"r{i}", text, "refund", float(i))
+        for i, text in enumerate(CANCELS):
+            clf.add(f"c{i}", text, "cancel", float(i))
+        for i, text in enumerate(retries):
+            clf.add(f"again{i}", text, "refund", 9.0 + i)
+        return clf
+
+    assert trained(True).probabilities(REFUND_LIKE_THE_LURE) == trained(False).probabilities(REFUND_LIKE_THE_LURE)
+
+
+def test_contrast_text_keeps_the_words_missing_from_some_other_request():
+    from hindsight_lab.retrieve.classify import contrast_text
+
+    q = mask_entities("Reschedule Chloe Walsh from Malmo: the check-up on Tuesday at 17:30 should move to Monday.")
+    lure = mask_entities("Book Chloe Walsh from Malmo a check-up for Tuesday at 17:30, please.")
+    assert contrast_text(q, [lure]) == "Reschedule the on should move to"
+    assert contrast_text(q, [lure, q]) == "Reschedule the on should move to"  # a retry takes nothing away
+    assert contrast_text(q, []) == ""

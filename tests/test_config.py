@@ -14,9 +14,9 @@ def test_defaults_are_the_documented_values():
     w = cfg.retrieval.weights
     assert w.model_dump() == dict(semantic=0.5, lexical=0.2, task_type=0.6, confidence=0.05, recency=0.05,
                                   redundancy=0.1)
-    c = cfg.retrieval.classifier  # the config chosen by experiments/default_selection_lures.yaml
-    assert (c.method, c.learn_from, c.min_share, c.intent, c.intent_match, c.instance_blind) == (
-        "embedding", "successes", 0.3, True, "same", True)
+    c = cfg.retrieval.classifier  # chosen by experiments/default_selection_lures.yaml, then contrast by _contrast
+    assert (c.method, c.learn_from, c.min_share, c.intent, c.intent_match, c.instance_blind, c.contrast) == (
+        "embedding", "successes", 0.3, True, "same", True, True)
     assert cfg.retrieval.min_relative_score == 0.0 and cfg.reflect.triggers.every_episode is False
     r = cfg.retrieval
     assert (r.top_k, r.path_depth, r.min_similarity, r.max_triggered, r.token_budget,

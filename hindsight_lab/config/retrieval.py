@@ -31,8 +31,9 @@ class ClassifierConfig(Section):
     """The light task-type classifier used when a query comes without task_type, trained on stored episodes (each
     labelled with the task type derived from its tools); it abstains when unsure. The defaults (``embedding``,
     ``successes``, ``intent``, ``instance_blind``, with a task-type weight of 0.6) are the config chosen by the
-    cross-validated selection ``experiments/default_selection_lures.yaml``; the earlier default, a ``knn`` vote
-    weighed 0.2, is ``experiments/configs/knn-default.yaml`` (README, "Choosing the default config")."""
+    cross-validated selection ``experiments/default_selection_lures.yaml``, and ``contrast`` the one chosen by
+    ``experiments/default_selection_contrast.yaml``; the earlier default, a ``knn`` vote weighed 0.2, is
+    ``experiments/configs/knn-default.yaml`` (README, "Choosing the default config")."""
 
     enabled: bool = Field(True, json_schema_extra=affects(RECALL))
     """Infer the query's task_type when the caller gives none."""
@@ -84,7 +85,7 @@ class ClassifierConfig(Section):
     wording of the others. Those that asked the same are kept: what they came to for this very instance is the best
     evidence (:mod:`hindsight_lab.retrieve.classify`)."""
 
-    contrast: bool = Field(False, json_schema_extra=affects(RECALL))
+    contrast: bool = Field(True, json_schema_extra=affects(RECALL))
     """With ``instance_blind``: also read the query by the words that set it apart from the stored requests about
     its instance (those missing from at least one of them) and keep the types that fit both readings (the product
     of the two probabilities). Two requests about one instance share its names and its description ("order 27214,

@@ -253,12 +253,17 @@ class TaskTypeClassifier:
         def reading(text: str) -> str | None:
             return self._decide(self._probabilities(text, same, memo=True, masked=True), same)
 
-        apart = []
+        sides = []  # (the stored request, its differing words, the query's), where both say something
         for rid in sorted(same):
             other = self._text(rid)
             mine, theirs = contrast_text(masked, [other]), contrast_text(other, [masked])
-            if not (mine and theirs):
-                continue
+            if mine and theirs:
+                sides.append((other, theirs, mine))
+        if sides and self.method == "embedding" and len(self._by_type) > 1:  # the differing words of every side
+            self._fitted()  # in one encoder pass, after the training set's (a stored request is embedded with it)
+            self._vectorise(sorted({t for _, theirs, mine in sides for t in (theirs, mine)}), memo=True)
+        apart = []
+        for other, theirs, mine in sides:
             asks = reading(other)
             if asks is not None and reading(theirs) == asks and _differ(reading(mine), asks):
                 apart.append(other)

@@ -24,7 +24,7 @@ from hindsight_lab.config import LabConfig
 from hindsight_lab.datasets.synthetic import generate
 from hindsight_lab.embed import embedder_for
 from hindsight_lab.replay.lures import lure_pairs
-from hindsight_lab.retrieve.classify import mask_entities
+from hindsight_lab.retrieve.wording import mask_entities
 
 
 def nearer_counts(seed: int, n_pairs: int, embedder) -> tuple[int, int, int]:

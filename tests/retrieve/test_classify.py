@@ -544,7 +544,7 @@ def test_contrast_leaves_alone_a_request_whose_instance_has_only_retries_in_othe
 
 
 def test_contrast_text_keeps_the_words_missing_from_some_other_request():
-    from hindsight_lab.retrieve.classify import contrast_text
+    from hindsight_lab.retrieve.wording import contrast_text
 
     q = mask_entities("Reschedule Chloe Walsh from Malmo: the check-up on Tuesday at 17:30 should move to Monday.")
     lure = mask_entities("Book Chloe Walsh from Malmo a check-up for Tuesday at 17:30, please.")

@@ -183,9 +183,11 @@ def test_default_selection_with_the_lures_keeps_the_live_30_design_and_reads_no_
 
 
 def test_default_selection_of_recall_changes_starts_from_the_default_and_reads_no_earlier_held_out_seed() -> None:
-    """The selection from today's default: the lure selection's datasets, split, folds, objective and dev seeds;
-    today's default as base and first candidate; held-out live and lure seeds that no earlier selection read."""
-    earlier, _ = _selection("default_selection_lures.yaml")
+    """The selection from today's default: the contrast selection's datasets, split, folds, objective (the live
+    environment left out) and lure dev seeds; today's default as base and first candidate; held-out lure seeds that
+    no earlier selection read."""
+    earlier, _ = _selection("default_selection_contrast.yaml")
+    lures, _ = _selection("default_selection_lures.yaml")
     data, spec = _selection("default_selection_recall.yaml")
     for key in ("datasets", "split", "sampler", "objective", "selection", "top_k"):
         assert data[key] == earlier[key], key
@@ -194,9 +196,7 @@ def test_default_selection_of_recall_changes_starts_from_the_default_and_reads_n
     assert data["configs"][3] == {"retrieval.type_match": "contains"}
     for candidate in data["configs"]:
         spec.base_config().with_params(candidate)  # raises on an unknown field or a value out of range
-    assert spec.live is not None and spec.live.seeds == earlier["live"]["seeds"]
-    read_live = {*range(10, 15), *range(35, 55)}  # the held-out seeds of the earlier live selections
-    assert spec.live.test_seeds and not set(spec.live.test_seeds) & {*spec.live.seeds, *read_live}
+    assert spec.live is None and "live.final_quarter" not in spec.objective.build().weights
     assert spec.lures is not None and spec.lures.seeds == earlier["lures"]["seeds"]
-    assert spec.lures.test_seeds and not set(spec.lures.test_seeds) & {*spec.lures.seeds,
-                                                                       *earlier["lures"]["test_seeds"]}
+    read = {*earlier["lures"]["test_seeds"], *lures["lures"]["test_seeds"]}  # held out by the earlier selections
+    assert spec.lures.test_seeds and not set(spec.lures.test_seeds) & {*spec.lures.seeds, *read}

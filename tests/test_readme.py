@@ -553,6 +553,11 @@ README_MAP: list[tuple[str, tuple[str, ...] | Instead]] = [
              "lure term on the sample, and the spec's own check)",
              ("tests/sweep/test_lure_term.py", "tests/sweep/test_spec.py"),
              ("sweep experiments/rerank_weights_sample.yaml --trials 8 --out tuned.yaml",))),
+    (r"sweep experiments/default_selection_recall\.yaml --no-mlflow",
+     Instead("three full-size dev replays and sixty lure runs, half an hour or more (its twins: a list sweep with a "
+             "lure term on the sample, and the spec's own check)",
+             ("tests/sweep/test_lure_term.py", "tests/sweep/test_spec.py"),
+             ("sweep experiments/rerank_weights_sample.yaml --trials 8 --out tuned.yaml",))),
     (r"sweep experiments/default_selection\.yaml --no-mlflow",
      Instead("three full-size dev replays and 11 configs, minutes (its twin: the sample spec)",
              ("tests/sweep/test_sweep.py", "tests/sweep/test_spec.py"),

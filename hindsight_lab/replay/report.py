@@ -85,6 +85,36 @@ class ReplayReport:
             rows[name] = row
         return pd.DataFrame.from_dict(rows, orient="index")
 
+    def group_table(self, metric: str = "ndcg@5", mode: str = "repeat", reference: str = "hindsight",
+                    baselines: Sequence[str] = ("dense", "bm25")) -> "pd.DataFrame":
+        """How general a margin is: groups (tasks, conversations) × systems, each cell the group's mean ``metric``
+        under judging ``mode``, then ``best_baseline`` (the best of ``baselines`` in that group) and ``margin``
+        (``reference`` minus it).
+
+        A margin over the pooled best baseline can come from the baselines taking turns: one wins some groups,
+        the other the rest, and each pooled mean sits below the per-group best. ``margin`` compares with the
+        better baseline of each group, so its minimum and spread (``.margin.describe()``) show what a new group
+        can expect. Groups are weighted alike here; the pooled tables weigh queries alike.
+        """
+        frame = self.per_episode if mode == "repeat" else self.mode_episodes.get(mode)
+        if frame is None:
+            raise ValueError(f"judging mode {mode!r} has no queries in this replay (modes with queries: "
+                             f"{', '.join(self.modes())})")
+        if metric not in frame:
+            raise ValueError(f"no metric {metric!r} in the per-episode table (have: "
+                             f"{', '.join(m for m in METRICS if m in frame)})")
+        missing = [s for s in (reference, *baselines) if s not in set(frame["system"])]
+        if missing:
+            raise ValueError(f"system(s) {', '.join(missing)} not in this replay (replayed: "
+                             f"{', '.join(self.systems)})")
+        table = frame.pivot_table(index="group", columns="system", values=metric, aggfunc="mean")
+        table = table[[s for s in self.systems if s in table]]
+        best = table[list(baselines)]
+        table["best_baseline"] = best.idxmax(axis=1)
+        table["margin"] = table[reference] - best.max(axis=1)
+        table.columns.name = None
+        return table
+
     # ------------------------------------------------------------------ plots
     def plot_hits_over_time(self, k: int = 5, window: int = 20, ax: Any = None) -> Any:
         import matplotlib.pyplot as plt

@@ -30,6 +30,10 @@ def test_every_mode_is_reported_side_by_side(traces, minilm, tmp_path) -> None:
             assert low <= cell["systems"][name]["ndcg@5"] <= high
         assert cell["systems"]["none"]["ndcg@5"] == 0.0
         assert report.table(mode=mode).shape[0] == len(SYSTEMS)
+        groups = report.group_table(mode=mode)
+        assert set(groups.index) == set(report.mode_episodes[mode]["group"])
+        best = groups[["dense", "bm25"]].max(axis=1)
+        assert (groups["margin"] - (groups["hindsight"] - best)).abs().max() < 1e-12
     import matplotlib
     import matplotlib.pyplot as plt
 

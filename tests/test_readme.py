@@ -198,7 +198,7 @@ def _table(ran: Ran) -> str:
     start = next((i for i, line in enumerate(lines) if line.lstrip().startswith("ndcg@5")), None)
     assert start is not None, f"no table in the output:\n{ran.out[-3000:]}"
     end = next(i for i, line in enumerate(lines + [""]) if i > start and (
-        not line.strip() or line.startswith(("hindsight:", "timing", "by source"))))
+        not line.strip() or line.startswith(("hindsight:", "timing", "by source", "by group"))))
     return "\n".join(lines[start:end])
 
 

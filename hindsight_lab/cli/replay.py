@@ -108,10 +108,12 @@ def print_replay(report: "ReplayReport") -> None:
     with pd.option_context("display.width", 220, "display.max_columns", 20):
         print("repeat (queries whose task ran before):")
         print(report.table().to_string())
+        _print_if(group_line(report, "repeat"))
         for mode in report.modes()[1:]:
             cell = report.metrics["modes"][mode]
             print(f"\n{mode} ({MODE_QUESTION[mode]}; {cell['queries']} queries in {cell['groups']} groups):")
             print(report.table(mode=mode).to_string())
+            _print_if(group_line(report, mode))
         absent = [m for m, cell in report.metrics.get("modes", {}).items() if not cell.get("queries")]
         if absent:
             print(f"\n{', '.join(absent)}: n/a (no query of that kind in this replay)")
@@ -131,6 +133,25 @@ def print_replay(report: "ReplayReport") -> None:
     print("timing (s): " + ", ".join(f"{k} {v:.1f}" for k, v in timing.items()))
     if resumed:
         print(f"resumed: {resumed} units taken from the journal")
+
+
+def _print_if(line: str) -> None:
+    if line:
+        print(line)
+
+
+def group_line(report: "ReplayReport", mode: str, metrics: tuple[str, ...] = ("ndcg@5", "recall@10")) -> str:
+    """How general hindsight's margin is (:meth:`ReplayReport.group_table`): group by group, against the better of
+    the dense and bm25 baselines replayed, its mean, range and the groups it leads and trails; "" without them."""
+    baselines = [s for s in ("dense", "bm25") if s in report.systems]
+    if "hindsight" not in report.systems or not baselines:
+        return ""
+    parts = []
+    for metric in metrics:
+        margin = report.group_table(metric, mode, baselines=baselines)["margin"]
+        parts.append(f"{metric} mean {margin.mean():+.3f} (from {margin.min():+.3f} to {margin.max():+.3f}), "
+                     f"ahead in {int((margin > 0).sum())}, behind in {int((margin < 0).sum())} of {len(margin)}")
+    return f"by group, hindsight against the better of {' and '.join(baselines)} in each: " + "; ".join(parts)
 
 
 def _ceiling_line(ceiling: dict) -> str:

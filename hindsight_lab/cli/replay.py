@@ -141,9 +141,11 @@ def _print_if(line: str) -> None:
 
 
 def group_line(report: "ReplayReport", mode: str, metrics: tuple[str, ...] = ("ndcg@5", "recall@10")) -> str:
-    """How general hindsight's margin is (:meth:`ReplayReport.group_table`): group by group, against the better of
-    the dense and bm25 baselines replayed, its mean, range and the groups it leads and trails; "" without them."""
-    baselines = [s for s in ("dense", "bm25") if s in report.systems]
+    """How general hindsight's margin is (:meth:`ReplayReport.group_table`): group by group, against the best of
+    the dense and bm25 baselines replayed (in ``outcome``, of their success-only versions too), its mean, range and
+    the groups it leads and trails; "" without them."""
+    rivals = ("dense", "bm25", "dense+ok", "bm25+ok") if mode == "outcome" else ("dense", "bm25")
+    baselines = [s for s in rivals if s in report.systems]
     if "hindsight" not in report.systems or not baselines:
         return ""
     parts = []
@@ -151,7 +153,9 @@ def group_line(report: "ReplayReport", mode: str, metrics: tuple[str, ...] = ("n
         margin = report.group_table(metric, mode, baselines=baselines)["margin"]
         parts.append(f"{metric} mean {margin.mean():+.3f} (from {margin.min():+.3f} to {margin.max():+.3f}), "
                      f"ahead in {int((margin > 0).sum())}, behind in {int((margin < 0).sum())} of {len(margin)}")
-    return f"by group, hindsight against the better of {' and '.join(baselines)} in each: " + "; ".join(parts)
+    rival = (baselines[0] if len(baselines) == 1 else f"the better of {baselines[0]} and {baselines[1]}"
+             if len(baselines) == 2 else f"the best of {', '.join(baselines)}")
+    return f"by group, hindsight against {rival} in each: " + "; ".join(parts)
 
 
 def _ceiling_line(ceiling: dict) -> str:

@@ -47,3 +47,30 @@ def test_what_is_not_in_the_replay_is_named() -> None:
         report.group_table("mrr")
     with pytest.raises(ValueError, match=r"system\(s\) dense\+ok not in this replay"):
         report.group_table(baselines=("dense", "dense+ok"))
+
+
+def test_the_cli_line_reads_the_margin_by_group() -> None:
+    from hindsight_lab.cli.replay import group_line
+
+    report = _report(ROWS)
+    assert group_line(report, "repeat", ("ndcg@5",)) == ("by group, hindsight against the better of dense and bm25 "
+                                                         "in each: ndcg@5 mean +0.100 (from +0.100 to +0.100), "
+                                                         "ahead in 2, behind in 0 of 2")
+    assert "behind in 2 of 2" in group_line(report, "transfer", ("ndcg@5",))
+    solo = _report([r for r in ROWS if r[0] != "dense"])
+    assert group_line(solo, "repeat", ("ndcg@5",)).startswith("by group, hindsight against bm25 in each:")
+    assert group_line(_report([r for r in ROWS if r[0] == "hindsight"]), "repeat") == ""  # no baseline replayed
+
+
+def test_outcome_margins_count_the_success_only_baselines() -> None:
+    from hindsight_lab.cli.replay import group_line
+
+    rows = ROWS + [("dense+ok", "q1", "a", 0.95), ("dense+ok", "q2", "a", 0.95), ("dense+ok", "q3", "b", 0.0)]
+    report = _report(rows)
+    report.mode_episodes["outcome"] = report.per_episode
+    report.metrics["modes"]["outcome"] = {"queries": 3, "systems": {}}
+    line = group_line(report, "outcome", ("ndcg@5",))
+    assert line.startswith("by group, hindsight against the best of dense, bm25, dense+ok in each:")
+    assert "from -0.050 to +0.100), ahead in 1, behind in 1 of 2" in line  # a: 0.9 - 0.95; b: 0.9 - 0.8
+    # repeat compares with dense and bm25 only
+    assert group_line(report, "repeat", ("ndcg@5",)).endswith("ahead in 2, behind in 0 of 2")

@@ -172,6 +172,8 @@ def _check_replay(nb: nbformat.NotebookNode) -> None:
     modes = _text(_outputs(nb, "report.table(mode=mode)"))
     for line in ("transfer: 20 queries" if _on_full_data(nb) else "outcome: ", "outcome: ", "dense+ok", "bm25+ok"):
         assert line in modes, f"per-mode tables:\n{modes}"
+    groups = _text(_outputs(nb, 'report.group_table("ndcg@5")'))
+    assert "best_baseline" in groups and "margin" in groups and "mean" in groups, f"group table:\n{groups}"
     assert "lift" in _text(_outputs(nb, 'report.metrics["lift"]')) or "no later run" in \
         _text(_outputs(nb, 'report.metrics["lift"]'))
     ceiling = _text(_outputs(nb, 'report.metrics["rule_ceiling"]'))

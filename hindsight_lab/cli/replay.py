@@ -142,10 +142,11 @@ def _print_if(line: str) -> None:
 
 def group_line(report: "ReplayReport", mode: str, metrics: tuple[str, ...] = ("ndcg@5", "recall@10")) -> str:
     """How general hindsight's margin is (:meth:`ReplayReport.group_table`): group by group, against the best of
-    the dense and bm25 baselines replayed (in ``outcome``, of their success-only versions too), its mean, range and
-    the groups it leads and trails; "" without them."""
-    rivals = ("dense", "bm25", "dense+ok", "bm25+ok") if mode == "outcome" else ("dense", "bm25")
-    baselines = [s for s in rivals if s in report.systems]
+    the mode's baselines (:data:`~hindsight_lab.replay.report.RIVALS`) that were replayed, its mean, range and the
+    groups it leads and trails; "" without them."""
+    from ..replay.report import RIVALS
+
+    baselines = [s for s in RIVALS[mode] if s in report.systems]
     if "hindsight" not in report.systems or not baselines:
         return ""
     parts = []

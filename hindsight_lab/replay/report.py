@@ -26,6 +26,10 @@ HEADLINE: tuple[str, ...] = ("ndcg@5", "hit@3", "hit@5", "recall@10")
 PLOTS: tuple[str, ...] = ("hits_over_time", "memory", "tokens", "success")
 EMPTY_QUERY_SET = ("the replay has an empty query set: no episode has an earlier run of its task to recall (replay "
                    "a file with repeated tasks, or several agents' files of the same tasks together)")
+#: The baselines hindsight is compared with in each judging mode: in ``outcome`` the success-only ones too, since a
+#: careful user would keep only what worked there (the better of all four is the one to beat).
+RIVALS: dict[str, tuple[str, ...]] = {"repeat": ("dense", "bm25"), "transfer": ("dense", "bm25"),
+                                      "outcome": ("dense", "bm25", "dense+ok", "bm25+ok")}
 #: The files :meth:`ReplayReport.save` writes.
 REPORT_FILES: tuple[str, ...] = ("metrics.json", "episodes.csv", *(f"{p}.png" for p in PLOTS))
 

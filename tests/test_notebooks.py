@@ -180,6 +180,8 @@ def _check_replay(nb: nbformat.NotebookNode) -> None:
     assert "tasks have both a success and a failure" in ceiling and "ideal lift" in ceiling, ceiling
     for form in ("order", "avoid", "stated", "grounded", "chance"):
         assert form in ceiling, ceiling
+    power = _text(_outputs(nb, 'report.metrics["lift_power"]'))
+    assert "'histories': 40" in power and "'cleared'" in power, power
     explained = _text(_outputs(nb, "explain_queries(data.paths"))
     for column in ("rank", "semantic", "lexical", "task_type_match", "score", "repeat"):
         assert column in explained, f"explained query:\n{explained}"

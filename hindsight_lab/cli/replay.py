@@ -128,6 +128,8 @@ def print_replay(report: "ReplayReport") -> None:
         print(_lift_line(name, lift))
     if "rule_ceiling" in report.metrics:
         print(_ceiling_line(report.metrics["rule_ceiling"]))
+    if "histories" in report.metrics.get("lift_power", {}):
+        print(_power_line(report.metrics["lift_power"]))
     timing = dict(report.metrics["timing"])
     resumed = timing.pop("resumed_units", 0)
     print("timing (s): " + ", ".join(f"{k} {v:.1f}" for k, v in timing.items()))
@@ -178,6 +180,15 @@ def _ceiling_line(ceiling: dict) -> str:
                          f"(null 95th pct {forward['null_p95']:+.3f}, p {forward['p_value']:.2f})")
         lines.append(line)
     return "\n".join(lines)
+
+
+def _power_line(power: dict) -> str:
+    """Whether data of the replay's shape can show a rule's lift (``metrics.json`` ``lift_power``)."""
+    line = (f"power: in {power['histories']} simulated histories of this shape ({power['tasks']} tasks × "
+            f"{power['runs']} runs, one agent, task difficulty 0.2–0.8), a rule with a true lift of "
+            f"{power['lift']:+.2f} is promoted in {power['promoted']}")
+    return line + (f" and its lift clears the null's 95th percentile in {power['cleared']}"
+                   if power["promoted"] else "")
 
 
 def _lift_line(name: str, lift: dict) -> str:

@@ -21,7 +21,7 @@ Examples:
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Sequence
 
 import numpy as np
 
@@ -69,3 +69,34 @@ def simulate_power(*, tasks: int, runs: int, lift: float, bar: Bar = Bar(), evid
             cleared += read["lift"] > read["null_p95"]
     return {"histories": histories, "promoted": promoted, "cleared": cleared,
             "mean_lift": float(np.mean(lifts)) if lifts else None}
+
+
+def lift_power(runs: Sequence[Run], bar: Bar = Bar(), *, evidence: str = "runs", lift: float = 0.1,
+               histories: int = 40, shuffles: int = 100, seed: int = 0) -> dict[str, Any]:
+    """The ``lift_power`` block of a replay's ``metrics.json``: :func:`simulate_power` at the replay's own shape —
+    its number of tasks and the median number of runs of a task (``runs``: the replayed runs, failures of an
+    outside cause left out, as the lift leaves them out) — for a rule with a true within-task ``lift``, promoted
+    by ``bar`` reading ``evidence`` as ``promotion.evidence`` does.
+
+    It answers, before any rule is read, whether data of this size can show such a lift at all: ``cleared`` of
+    ``histories`` is the lift test's power here. The simulated histories have one source agent and task
+    difficulties drawn from [0.2, 0.8] (module docstring); the replay's own agents and tasks may differ.
+
+    Examples:
+        >>> runs = [Run(f"{t}{i}", t, "", 0, (), True) for t in "abcde" for i in range(3)]
+        >>> runs.append(Run("f0", "f", "", 0, (), True))
+        >>> p = lift_power(runs, histories=2, shuffles=0)
+        >>> p["tasks"], p["runs"], p["lift"], p["histories"]
+        (6, 3, 0.1, 2)
+    """
+    per_task: dict[str, int] = {}
+    for r in runs:
+        per_task[r.task] = per_task.get(r.task, 0) + 1
+    tasks = len(per_task)
+    k = int(np.median(list(per_task.values()))) if per_task else 0
+    out: dict[str, Any] = {"tasks": tasks, "runs": k, "lift": lift, "min_confidence": bar.min_confidence,
+                           "min_tasks": bar.min_tasks, "prior_effect": bar.prior_effect, "evidence": evidence}
+    if tasks and k:
+        out.update(simulate_power(tasks=tasks, runs=k, lift=lift, bar=bar, evidence=evidence, histories=histories,
+                                  shuffles=shuffles, seed=seed))
+    return out

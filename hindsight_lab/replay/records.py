@@ -37,6 +37,7 @@ class ReplayRun:
     rules: dict[str, list[Any]] = field(default_factory=dict)  # per hindsight system: its L3 rules at the end
     lift: dict[str, dict[str, Any]] = field(default_factory=dict)  # per hindsight system: its promoted rules' lift
     rule_ceiling: dict[str, Any] = field(default_factory=dict)  # what rules the traces support within tasks
+    lift_power: dict[str, Any] = field(default_factory=dict)  # whether data of this shape can show a rule's lift
     timing: dict[str, float] = field(default_factory=dict)
     clock: str = "started_at"
 

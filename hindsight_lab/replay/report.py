@@ -233,6 +233,8 @@ def judge(run: ReplayRun, judgements: Judgements | Mapping[str, Judgements], dat
         metrics_json["lift"] = run.lift
     if run.rule_ceiling:
         metrics_json["rule_ceiling"] = run.rule_ceiling
+    if run.lift_power:
+        metrics_json["lift_power"] = run.lift_power
     return ReplayReport(metrics_json, pd.DataFrame(scored.rows), run, repeat, mode_episodes=frames)
 
 

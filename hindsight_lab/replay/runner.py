@@ -18,7 +18,8 @@ from ..metrics.modes import MODES, judge_mode
 from .ceiling import Bar, rule_ceiling
 from .engine import ReplayRun, run_conversations, run_episodes
 from .journal import JOURNAL_DIR, Journal
-from .lift import lift_report
+from .lift import lift_report, runs_of
+from .power import lift_power
 from .records import rules_injected
 from .report import EMPTY_QUERY_SET, METRICS, ReplayReport, judge
 from .systems import BASELINE_KEY, CONVERSATION_BASELINE_KEY, build_systems
@@ -248,6 +249,8 @@ def _replay(data: Path | Sequence[Any], dataset: dict[str, Any], *, systems: Seq
                     for name, rules in run.rules.items()}
         if run.rules:
             run.rule_ceiling = rule_ceiling(episodes, Bar.of(config.promotion))
+            run.lift_power = lift_power(runs_of(episodes, outside_failures=False), Bar.of(config.promotion),
+                                        evidence=config.promotion.evidence)
     return run, judgements, sources
 
 

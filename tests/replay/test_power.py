@@ -51,3 +51,37 @@ def test_each_evidence_reads_the_bar_calibrated_under_the_default_prior(evidence
     assert uniform["promoted"] >= 20 and sceptical["promoted"] <= 4, (uniform, sceptical)
     with pytest.raises(ValueError, match="evidence"):
         simulate_power(tasks=3, runs=1, lift=0.0, evidence="pairs", histories=1, shuffles=0)
+
+
+def test_lift_power_simulates_the_replays_own_shape_under_the_memorys_bar() -> None:
+    from hindsight_lab.replay.lift import Run
+    from hindsight_lab.replay.power import lift_power
+
+    # 12 tasks, most run 3 times: the shape is the task count and the median runs of a task
+    runs = [Run(f"{t}-{i}", f"t{t}", "", 0, (), True) for t in range(12) for i in range(3 if t < 10 else 1)]
+    power = lift_power(runs, Bar(prior_effect=1.0), evidence="within_task", histories=10, shuffles=50, seed=5)
+    assert (power["tasks"], power["runs"], power["prior_effect"], power["evidence"]) == (12, 3, 1.0, "within_task")
+    assert {k: power[k] for k in ("histories", "promoted", "cleared", "mean_lift")} == simulate_power(
+        tasks=12, runs=3, lift=0.1, bar=Bar(prior_effect=1.0), evidence="within_task", histories=10, shuffles=50,
+        seed=5)
+    # the same lift is far easier to show on more data of a task
+    more = [Run(f"{t}-{i}", f"t{t}", "", 0, (), True) for t in range(300) for i in range(4)]
+    assert lift_power(more, histories=10, seed=5)["cleared"] > lift_power(runs, histories=10, seed=5)["cleared"]
+    assert "histories" not in lift_power([])  # nothing replayed: nothing simulated
+
+
+def test_a_replay_reports_the_power_of_its_lift_test_and_the_cli_prints_it(traces, capsys) -> None:
+    from hindsight_lab.cli import main
+    from hindsight_lab.replay.lift import runs_of
+    from hindsight_lab.replay.power import lift_power
+    from hindsight_lab.sweep.cache import load_episode_data
+
+    path = traces(20, 4, seed=2)
+    assert main(["replay", str(path), "--systems", "hindsight", "--no-mlflow", "--set", "embedder.model=hashing-256",
+                 "--set", "promotion.prior_effect=1"]) == 0
+    text = capsys.readouterr().out
+    assert ("power: in 40 simulated histories of this shape (20 tasks × 4 runs, one agent, task difficulty "
+            "0.2–0.8), a rule with a true lift of +0.10 is promoted in ") in text
+    expected = lift_power(runs_of(load_episode_data(path).episodes, outside_failures=False), Bar(prior_effect=1.0))
+    assert f"is promoted in {expected['promoted']} and its lift clears the null's 95th percentile in " \
+           f"{expected['cleared']}\n" in text

@@ -108,12 +108,14 @@ def print_replay(report: "ReplayReport") -> None:
     with pd.option_context("display.width", 220, "display.max_columns", 20):
         print("repeat (queries whose task ran before):")
         print(report.table().to_string())
-        _print_if(group_line(report, "repeat"))
+        if line := group_line(report, "repeat"):
+            print(line)
         for mode in report.modes()[1:]:
             cell = report.metrics["modes"][mode]
             print(f"\n{mode} ({MODE_QUESTION[mode]}; {cell['queries']} queries in {cell['groups']} groups):")
             print(report.table(mode=mode).to_string())
-            _print_if(group_line(report, mode))
+            if line := group_line(report, mode):
+                print(line)
         absent = [m for m, cell in report.metrics.get("modes", {}).items() if not cell.get("queries")]
         if absent:
             print(f"\n{', '.join(absent)}: n/a (no query of that kind in this replay)")
@@ -135,11 +137,6 @@ def print_replay(report: "ReplayReport") -> None:
     print("timing (s): " + ", ".join(f"{k} {v:.1f}" for k, v in timing.items()))
     if resumed:
         print(f"resumed: {resumed} units taken from the journal")
-
-
-def _print_if(line: str) -> None:
-    if line:
-        print(line)
 
 
 def group_line(report: "ReplayReport", mode: str, metrics: tuple[str, ...] = ("ndcg@5", "recall@10")) -> str:

@@ -21,6 +21,7 @@ Examples:
 
 from __future__ import annotations
 
+from collections import Counter
 from typing import Any, Sequence
 
 import numpy as np
@@ -89,9 +90,7 @@ def lift_power(runs: Sequence[Run], bar: Bar = Bar(), *, evidence: str = "runs",
         >>> p["tasks"], p["runs"], p["lift"], p["histories"]
         (6, 3, 0.1, 2)
     """
-    per_task: dict[str, int] = {}
-    for r in runs:
-        per_task[r.task] = per_task.get(r.task, 0) + 1
+    per_task = Counter(r.task for r in runs)
     tasks = len(per_task)
     k = int(np.median(list(per_task.values()))) if per_task else 0
     out: dict[str, Any] = {"tasks": tasks, "runs": k, "lift": lift, "min_confidence": bar.min_confidence,

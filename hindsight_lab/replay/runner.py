@@ -248,8 +248,9 @@ def _replay(data: Path | Sequence[Any], dataset: dict[str, Any], *, systems: Seq
                                       overlap=config.promotion.same_task_overlap)
                     for name, rules in run.rules.items()}
         if run.rules:
-            run.rule_ceiling = rule_ceiling(episodes, Bar.of(config.promotion))
-            run.lift_power = lift_power(runs_of(episodes, outside_failures=False), Bar.of(config.promotion),
+            bar = Bar.of(config.promotion)
+            run.rule_ceiling = rule_ceiling(episodes, bar)
+            run.lift_power = lift_power(runs_of(episodes, outside_failures=False), bar,
                                         evidence=config.promotion.evidence)
     return run, judgements, sources
 

@@ -8,9 +8,15 @@ from __future__ import annotations
 
 from typing import Any
 
+from .redact import mask_secrets
+
 
 class HindsightLabError(Exception):
-    """Base class of every error raised by hindsight_lab."""
+    """Base class of every error raised by hindsight_lab. Its message never shows a secret: a password inside a
+    URL, or a parameter that names one, reads ``***`` (:func:`hindsight_lab.redact.mask_secrets`)."""
+
+    def __str__(self) -> str:
+        return mask_secrets(super().__str__())
 
 
 class ConfigError(HindsightLabError, ValueError):
@@ -31,7 +37,7 @@ class TraceFormatError(HindsightLabError, ValueError):
         prefix = f"{where}: " if where else ""
         suffix = f" (field {field!r})" if field else ""
         super().__init__(f"{prefix}{message}{suffix}")
-        self.path, self.line, self.field, self.reason = path, line, field, reason
+        self.message, self.path, self.line, self.field, self.reason = message, path, line, field, reason
 
 
 class StoreError(HindsightLabError):

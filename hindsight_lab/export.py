@@ -16,17 +16,23 @@ from __future__ import annotations
 
 import re
 import tempfile
+import warnings
 from pathlib import Path
 from typing import Any
 
 from .config import LabConfig, Provenance
-from .errors import ConfigError
+from .errors import ConfigError, HindsightLabWarning
+from .redact import MASK, has_secret, mask_secrets
 
 _ABSOLUTE = re.compile(r"^(/|~|[A-Za-z]:[\\/]|file:)")
 
 
 def export_config(config: LabConfig, path: str | Path | None = None) -> str:
     """The exportable YAML of ``config`` (behaviour fields and provenance), written to ``path`` when given.
+
+    A password inside a URL (``reflect.llm.api_base: http://user:PASSWORD@host``) is written as ``***``, with a
+    :class:`~hindsight_lab.errors.HindsightLabWarning` naming the field: production gives secrets by environment
+    variable (``reflect.llm.api_key_env``), never in the file.
 
     Raises:
         ConfigError: a value is a path of this machine (e.g. a local embedding model): export a model name.
@@ -36,7 +42,12 @@ def export_config(config: LabConfig, path: str | Path | None = None) -> str:
         if _ABSOLUTE.match(value):
             raise ConfigError(f"export: {dotted} is a path of this machine ({value!r}); exported configs carry no "
                               "machine paths: use a model name or a path relative to where the config is served")
-    text = config.to_yaml(only_behaviour=True)
+    leaked = [dotted for dotted, value in _strings(data) if has_secret(value)]
+    if leaked:
+        warnings.warn(f"export: {', '.join(leaked)} held a secret (a password in a URL); it is written as "
+                      f"{MASK}: give secrets to production by environment variable", HindsightLabWarning,
+                      stacklevel=2)
+    text = mask_secrets(config.to_yaml(only_behaviour=True))
     if path is not None:
         Path(path).parent.mkdir(parents=True, exist_ok=True)
         Path(path).write_text(text, encoding="utf-8")

@@ -31,7 +31,7 @@ import numpy as np
 from pydantic import AwareDatetime, BaseModel, ConfigDict, Field
 from pydantic import ValidationError as PydanticError
 
-from .datasets.reading import json_lines
+from .datasets.reading import dump_line, json_lines
 from .errors import MemoryNotFound, TraceFormatError, ValidationError
 from .types import BUCKETS, Bucket, Kind, MemoryRecord, Trigger
 
@@ -171,7 +171,7 @@ def export_jsonl(mem: "MemorySystem", path: str | Path, *, archived: bool = True
     tmp = path.with_name(path.name + ".part")
     with tmp.open("w", encoding="utf-8") as fh:
         for rec, emb in _all_rows(mem, archived):
-            fh.write(json.dumps(record_to_json(rec, emb if embeddings else None), ensure_ascii=False) + "\n")
+            fh.write(dump_line(record_to_json(rec, emb if embeddings else None)) + "\n")
             n += 1
     tmp.replace(path)
     return n

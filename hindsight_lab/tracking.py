@@ -43,6 +43,7 @@ from typing import TYPE_CHECKING, Any, Iterator, Mapping
 
 from ._env import home, set_offline_defaults
 from .errors import ConfigError, MissingDependencyError
+from .redact import has_secret, mask_secrets
 
 if TYPE_CHECKING:
     from .config import LabConfig
@@ -55,6 +56,7 @@ EXPERIMENT = "hindsight-replay"
 
 _MAX_PARAM_CHARS = 6000  # MLflow's limit on a param value
 _BATCH = 100  # MLflow's limit on params (and tags) per log_batch call
+_MAX_SCANNED_BYTES = 64 * 1024 * 1024  # text artifacts up to this size are checked for secrets before they are logged
 _BAD_KEY_CHARS = re.compile(r"[^\w.\- /]")
 
 
@@ -125,7 +127,8 @@ def experiment_id(mlflow_client: Any, name: str) -> str:
 
 
 class TrackedRun:
-    """One open MLflow run, logged through an explicit client (no global MLflow state is touched).
+    """One open MLflow run, logged through an explicit client (no global MLflow state is touched). Nothing it logs
+    shows a secret: params, tags, texts and text artifacts pass through :func:`~hindsight_lab.redact.mask_secrets`.
 
     Args:
         mlflow_client: the ``MlflowClient``.
@@ -140,7 +143,7 @@ class TrackedRun:
         """Log params (values stringified: JSON for lists, tuples and dicts; cut at MLflow's 6000 characters)."""
         from mlflow.entities import Param
 
-        items = [Param(_key(k), param_value(v)) for k, v in params.items()]
+        items = [Param(_key(mask_secrets(str(k))), mask_secrets(param_value(v))) for k, v in params.items()]
         for lo in range(0, len(items), _BATCH):
             self.client.log_batch(self.run_id, params=items[lo:lo + _BATCH])
 
@@ -156,10 +159,22 @@ class TrackedRun:
             self.client.log_batch(self.run_id, metrics=items[lo:lo + 1000])
 
     def log_artifact(self, path: str | Path, artifact_path: str | None = None) -> None:
-        self.client.log_artifact(self.run_id, str(path), artifact_path)
+        """Log a file; a text file that holds a secret is logged as a masked copy of the same name."""
+        path = Path(path)
+        try:
+            text = path.read_text(encoding="utf-8") if path.stat().st_size <= _MAX_SCANNED_BYTES else None
+        except (UnicodeDecodeError, OSError):
+            text = None
+        if text is None or not has_secret(text):
+            self.client.log_artifact(self.run_id, str(path), artifact_path)
+            return
+        with tempfile.TemporaryDirectory(prefix="hindsight-masked-") as tmp:
+            copy = Path(tmp) / path.name
+            copy.write_text(mask_secrets(text), encoding="utf-8")
+            self.client.log_artifact(self.run_id, str(copy), artifact_path)
 
     def log_text(self, text: str, artifact_file: str) -> None:
-        self.client.log_text(self.run_id, text, artifact_file)
+        self.client.log_text(self.run_id, mask_secrets(text), artifact_file)
 
 
 @contextmanager
@@ -175,10 +190,11 @@ def start_run(experiment: str = EXPERIMENT, *, tracking_uri: str | None = None, 
         parent_run_id: makes this a child run (as a sweep's trials under their parent).
     """
     c = client(tracking_uri)
-    all_tags = {str(k): str(v) for k, v in (tags or {}).items()}
+    all_tags = {str(k): mask_secrets(str(v)) for k, v in (tags or {}).items()}
     if parent_run_id:
         all_tags["mlflow.parentRunId"] = parent_run_id
-    run = c.create_run(experiment_id(c, experiment), run_name=run_name, tags=all_tags)
+    run = c.create_run(experiment_id(c, experiment), run_name=mask_secrets(run_name) if run_name else run_name,
+                       tags=all_tags)
     run_id = run.info.run_id
     try:
         yield TrackedRun(c, run_id)

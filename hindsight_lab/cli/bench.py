@@ -11,23 +11,24 @@ from typing import Any
 
 from ..bench.sweep import DEFAULT_DATASET as SWEEP_DATASET  # a light module: its imports are inside run_sweep_bench
 from ..errors import ConfigError
-from .args import add_config, add_store, load_config, set_overrides
+from .args import add_config, add_store, load_config, non_negative_int, out_file, positive_int, set_overrides
 
 
 def add_parser(sub: Any) -> None:
     parser = sub.add_parser("bench", help="speed and memory benchmark of search and write (prints and writes JSON)")
     parser.add_argument("--sizes", default="10000,100000", help="store sizes in L2 episodes (default 10000,100000)")
-    parser.add_argument("--queries", type=int, default=200, help="distinct query texts (default 200)")
-    parser.add_argument("--write-n", type=int, default=2000, help="episodes written for the write comparison")
+    parser.add_argument("--queries", type=positive_int, default=200, help="distinct query texts (default 200)")
+    parser.add_argument("--write-n", type=positive_int, default=2000, help="episodes written for the write comparison")
     parser.add_argument("--model", default="all-MiniLM-L6-v2", help="embedding model (default: the packaged MiniLM)")
-    parser.add_argument("--out", help="JSON file (default <HINDSIGHT_LAB_HOME>/bench/bench-<timestamp>.json)")
+    parser.add_argument("--out", type=out_file,
+                        help="JSON file (default <HINDSIGHT_LAB_HOME>/bench/bench-<timestamp>.json)")
     parser.add_argument("--cache-dir", help="corpus embedding cache (default <HINDSIGHT_LAB_HOME>/bench/cache)")
     parser.add_argument("--postgres", metavar="URL",
                         help="also measure every size on a fresh namespace of this Postgres database "
                              "(postgresql://… or postgresql+embedded://…), in the same run")
     _mcp_arguments(parser)
     _sweep_arguments(parser)
-    parser.add_argument("--conflicts", type=int, metavar="N",
+    parser.add_argument("--conflicts", type=non_negative_int, metavar="N",
                         help="time the conflict pass (HDBSCAN clustering, pairing, judging) on N generated rules")
     parser.set_defaults(func=run)
 
@@ -36,9 +37,9 @@ def _mcp_arguments(parser: argparse.ArgumentParser) -> None:
     """``--mcp``: concurrent MCP clients against a memory server."""
     group = parser.add_argument_group("MCP server load test (--mcp)")
     group.add_argument("--mcp", action="store_true", help="benchmark a memory server over streamable HTTP instead")
-    group.add_argument("--clients", type=int, default=8, help="concurrent MCP clients (default 8)")
-    group.add_argument("--ops", type=int, default=200, help="operations per client (default 200)")
-    group.add_argument("--servers", type=int, default=1,
+    group.add_argument("--clients", type=positive_int, default=8, help="concurrent MCP clients (default 8)")
+    group.add_argument("--ops", type=positive_int, default=200, help="operations per client (default 200)")
+    group.add_argument("--servers", type=positive_int, default=1,
                        help="server processes on the one store, clients spread over them; a write is then also "
                             "searched for through the next server (default 1; more need a Postgres --store)")
     group.add_argument("--compare", action="store_true",
@@ -59,7 +60,7 @@ def _sweep_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--sweep-dataset", default=SWEEP_DATASET,
                         help=f"dataset of --sweep: a registered name or a file (default {SWEEP_DATASET})")
     parser.add_argument("--sweep-format", default="auto", help="its format (default: detected)")
-    parser.add_argument("--sweep-configs", type=int, default=1000, help="random weight configs (default 1000)")
+    parser.add_argument("--sweep-configs", type=positive_int, default=1000, help="random weight configs (default 1000)")
 
 
 def run(args: argparse.Namespace) -> int:

@@ -14,7 +14,7 @@ from datetime import datetime, timezone
 from typing import Any
 
 from ..errors import ConfigError
-from .args import add_config, add_store, existing_store, load_config
+from .args import add_config, add_store, existing_store, load_config, out_file
 
 _MAX_ROWS = 40
 
@@ -24,7 +24,7 @@ def add_parser(sub: Any) -> None:
     m = sub.add_parser("maintain", help="decay, archive and the conflict pass on a store; prints the report")
     add_store(m, required=True)
     m.add_argument("--now", help="ISO-8601 time of the maintenance clock (default: now; naive times are UTC)")
-    m.add_argument("--out", help="also write the report as CSV")
+    m.add_argument("--out", type=out_file, help="also write the report as CSV")
     add_config(m)
     m.set_defaults(func=run_maintain)
 
@@ -35,9 +35,9 @@ def add_parser(sub: Any) -> None:
     where.add_argument("--pairs", help="JSONL of labelled pairs {id, task_type, rule_a, rule_b, conflict, kind}, or "
                        "a registered pairs dataset (conflict-pairs-dev, conflict-pairs-sample)")
     c.add_argument("--predictions", help="with --pairs: write one JSON line per pair (label, verdict, reason)")
-    c.add_argument("--png", help="with --store: write a 2-D projection of clusters and flagged pairs")
+    c.add_argument("--png", type=out_file, help="with --store: write a 2-D projection of clusters and flagged pairs")
     c.add_argument("--all", action="store_true", help="with --store: list every compared pair, not only conflicts")
-    c.add_argument("--out", help="with --store: write the compared pairs as CSV")
+    c.add_argument("--out", type=out_file, help="with --store: write the compared pairs as CSV")
     c.add_argument("--judge", choices=["offline", "litellm"], help="overrides conflicts.judge")
     c.add_argument("--model", help="LiteLLM model string for --judge litellm (conflicts.llm.model)")
     c.add_argument("--api-base", help="OpenAI-compatible server URL for the LiteLLM judge")

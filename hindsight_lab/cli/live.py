@@ -5,21 +5,21 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
-from .args import add_config, load_config
+from .args import add_config, load_config, out_file, positive_int
 
 
 def add_parser(sub: Any) -> None:
     live = sub.add_parser("live", help="the live synthetic environment: an agent acts on what each system injects")
     _seeded_arguments(live, "none,dense,bm25,hindsight", "comma-separated system names",
                       "comma-separated environment seeds (one run each)")
-    live.add_argument("--tasks", type=int, default=240, help="tasks per run (retries come on top)")
+    live.add_argument("--tasks", type=positive_int, default=240, help="tasks per run (retries come on top)")
     live.set_defaults(func=run_live)
 
     lures = sub.add_parser("lures", help="synthetic lexical lures: does a system inject the right memory before the "
                                          "lure that bm25 ranks first?")
     _seeded_arguments(lures, "hindsight", "comma-separated systems compared with bm25",
                       "comma-separated generator seeds (one set of pairs each)")
-    lures.add_argument("--pairs", type=int, default=60, help="lure pairs per seed")
+    lures.add_argument("--pairs", type=positive_int, default=60, help="lure pairs per seed")
     lures.set_defaults(func=run_lures)
 
 
@@ -27,8 +27,8 @@ def _seeded_arguments(parser: argparse.ArgumentParser, systems: str, systems_hel
     """The options of a seeded side-by-side command (``live``, ``lures``)."""
     parser.add_argument("--systems", default=systems, help=systems_help)
     parser.add_argument("--seeds", default="0", help=seeds_help)
-    parser.add_argument("--top-k", type=int, default=10, help="shared by every system")
-    parser.add_argument("--out", help="also write the table as CSV")
+    parser.add_argument("--top-k", type=positive_int, default=10, help="shared by every system")
+    parser.add_argument("--out", type=out_file, help="also write the table as CSV")
     add_config(parser, "LabConfig YAML file for the hindsight system")
 
 

@@ -8,7 +8,7 @@ import json
 from typing import TYPE_CHECKING, Any
 
 from ..errors import MemoryNotFound
-from .args import add_config, add_store, existing_store, load_config, store_params
+from .args import add_config, add_store, existing_store, load_config, non_negative_int, out_file, store_params
 
 if TYPE_CHECKING:
     from ..memory import MemorySystem
@@ -23,13 +23,13 @@ def add_parser(sub: Any) -> None:
     lst.add_argument("--kind", choices=["episode", "candidate", "rule"])
     lst.add_argument("--task-type")
     lst.add_argument("--archived", choices=["active", "archived", "all"], default="active")
-    lst.add_argument("--limit", type=int)
+    lst.add_argument("--limit", type=non_negative_int)
     show = ops.add_parser("show", help="one record in full (JSON)")
     show.add_argument("id")
     delete = ops.add_parser("delete", help="delete records by id (archived ones too)")
     delete.add_argument("ids", nargs="+")
     exp = ops.add_parser("export", help="write every record (and its vector) to a JSONL file")
-    exp.add_argument("file")
+    exp.add_argument("file", type=out_file)
     exp.add_argument("--no-archived", action="store_true", help="leave archived records out")
     exp.add_argument("--no-embeddings", action="store_true", help="leave vectors out (the target re-embeds)")
     imp = ops.add_parser("import", help="import a JSONL export (validated whole first; re-embeds for another model)")

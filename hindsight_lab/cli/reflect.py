@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import NothingToDo
-from .args import add_config, add_store, load_config, store_params
+from .args import add_config, add_store, load_config, non_negative_int, out_file, store_params
 from .replay import skipped_note
 
 
@@ -23,9 +23,10 @@ def add_parser(sub: Any) -> None:
     reflect.add_argument("--model", help="LiteLLM model string for --reflector litellm (reflect.llm.model)")
     reflect.add_argument("--api-base", help="OpenAI-compatible server URL for the LiteLLM reflector")
     reflect.add_argument("--skip-invalid", action="store_true", help="skip and count invalid lines (lenient)")
-    reflect.add_argument("--limit-tasks", type=int, help="keep the first N tasks (all their trials)")
+    reflect.add_argument("--limit-tasks", type=non_negative_int, help="keep the first N tasks (all their trials)")
     add_store(reflect, "store folder or Chroma server URL (default: a temporary folder)")
-    reflect.add_argument("--out", help="write one JSON line per episode (decision, reflection or rejection)")
+    reflect.add_argument("--out", type=out_file,
+                         help="write one JSON line per episode (decision, reflection or rejection)")
     reflect.add_argument("--all", action="store_true", help="list every episode, not only those reflected on")
     add_config(reflect)
     reflect.set_defaults(func=run)
@@ -78,11 +79,11 @@ def _print_outcomes(outcomes: list[Any], summary: dict[str, Any], layers: dict[s
 
 def _write_outcomes(outcomes: list[Any], path: Path) -> None:
     """One JSON line per episode: its decision row, the reflection and the rejection detail."""
-    import json
+    from ..datasets.reading import dump_line
 
     with path.open("w", encoding="utf-8") as fh:
         for o in outcomes:
             row = o.as_row()
             row["reflection"] = o.reflection.model_dump() if o.reflection else None
             row["rejection_detail"] = o.rejection.detail if o.rejection else None
-            fh.write(json.dumps(row, ensure_ascii=False, default=str) + "\n")
+            fh.write(dump_line(row, default=str) + "\n")

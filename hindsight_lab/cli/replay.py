@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 from typing import TYPE_CHECKING, Any
 
-from .args import add_config, load_config
+from .args import add_config, load_config, non_negative_int, out_folder, positive_int, system_names
 
 if TYPE_CHECKING:
     from ..replay.report import ReplayReport
@@ -18,17 +18,19 @@ def add_parser(sub: Any) -> None:
                         "replayed as one history, in the order given")
     replay.add_argument("--format", default="auto",
                         choices=["auto", "jsonl", "tau-bench", "tau2-bench", "reflexion-hotpotqa", "locomo"])
-    replay.add_argument("--systems", default="none,dense,bm25,dense+ok,bm25+ok,hindsight",
+    replay.add_argument("--systems", default="none,dense,bm25,dense+ok,bm25+ok,hindsight", type=system_names,
                         help="comma-separated system names (dense+ok, bm25+ok: the baselines over successful "
                         "episodes only)")
-    replay.add_argument("--top-k", type=int, default=10, help="shared by every system (the largest k reported)")
-    replay.add_argument("--limit", type=int, help="keep the first N whole tasks (or conversations)")
+    replay.add_argument("--top-k", type=positive_int, default=10,
+                        help="shared by every system (the largest k reported)")
+    replay.add_argument("--limit", type=non_negative_int, help="keep the first N whole tasks (or conversations)")
     replay.add_argument("--skip-invalid", action="store_true", help="skip and count invalid JSONL lines")
     replay.add_argument("--seed", type=int, default=0, help="seed of the bootstrap and randomization tests")
     replay.add_argument("--baseline-key", choices=["instruction", "request_tools", "summary"],
                         help="the text the dense and bm25 baselines index (default: request_tools; "
                         "summary for LoCoMo's conversation turns)")
-    replay.add_argument("--out", help="folder for metrics.json, episodes.csv and the plots, written at the end; "
+    replay.add_argument("--out", type=out_folder,
+                        help="folder for metrics.json, episodes.csv and the plots, written at the end; "
                         "meanwhile it holds the resume journal (.replay-journal)")
     replay.add_argument("--resume", action="store_true",
                         help="continue the killed replay whose --out DIR this is (same arguments; no journal there: "
@@ -53,8 +55,7 @@ def run(args: argparse.Namespace) -> int:
     cfg = load_config(args)
     if args.explain:
         return explain(args, cfg)
-    systems = [s.strip() for s in args.systems.split(",") if s.strip()]
-    report = run_replay(args.dataset, format=args.format, systems=systems, config=cfg, top_k=args.top_k,
+    report = run_replay(args.dataset, format=args.format, systems=args.systems, config=cfg, top_k=args.top_k,
                         limit=args.limit, skip_invalid=args.skip_invalid, show_progress=True, seed=args.seed,
                         out=args.out, resume=args.resume, baseline_key=args.baseline_key)
     print_replay(report)

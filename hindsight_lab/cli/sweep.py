@@ -6,7 +6,7 @@ from __future__ import annotations
 import argparse
 from typing import TYPE_CHECKING, Any
 
-from .args import add_config, add_set, load_config
+from .args import add_config, add_set, load_config, out_file, positive_int
 
 if TYPE_CHECKING:
     from ..sweep import SweepResult
@@ -19,9 +19,10 @@ def add_parser(sub: Any) -> None:
                     "base config by more than the best of N would by luck (else keep the base); score the base, "
                     "the choice and the baselines once on the test split.")
     sweep.add_argument("spec", help="sweep spec YAML (see experiments/rerank_weights.yaml)")
-    sweep.add_argument("--trials", type=int, help="overrides the spec's trial count")
-    sweep.add_argument("--top", type=int, default=5, help="how many of the best trials to print")
-    sweep.add_argument("--out", help="also write the chosen config (the base config when no trial beat it by more "
+    sweep.add_argument("--trials", type=positive_int, help="overrides the spec's trial count")
+    sweep.add_argument("--top", type=positive_int, default=5, help="how many of the best trials to print")
+    sweep.add_argument("--out", type=out_file,
+                       help="also write the chosen config (the base config when no trial beat it by more "
                                      "than luck; exported, with provenance) to this YAML file")
     sweep.add_argument("--baselines", action=argparse.BooleanOptionalAction, default=True,
                        help="replay none, dense and bm25 on the same splits for the comparison (default: on)")
@@ -42,7 +43,7 @@ def add_parser(sub: Any) -> None:
     source = export.add_mutually_exclusive_group(required=True)
     source.add_argument("--run-id", help="MLflow run of a sweep (its best config) or of one trial")
     add_config(source, overrides=False)
-    export.add_argument("-o", "--output", required=True, help="the YAML file to write")
+    export.add_argument("-o", "--output", required=True, type=out_file, help="the YAML file to write")
     add_set(export)
     export.add_argument("--mlflow-uri", help="tracking URI of --run-id (default: $MLFLOW_TRACKING_URI, else the "
                         "project's store)")

@@ -25,6 +25,7 @@ from ..errors import ConfigError, TraceFormatError
 from ..trace import Episode
 from .jsonl import DEFAULT_MAX_LINE_BYTES, ReadStats, load_episodes, read_jsonl, write_jsonl
 from .limits import DEFAULT_LIMITS, ReadLimits, check_instruction
+from .reading import check_limit, read_text
 from .locomo import LocomoConversation, LocomoQuestion, LocomoTurn, read_locomo, turn_to_episode
 from .locomo_counts import describe_locomo
 from .reflexion import ReflexionCounts, describe_reflexion, read_reflexion_hotpotqa
@@ -161,9 +162,11 @@ def load(path: str | Path, format: str = "auto", *, strict: bool = True, limit_t
         **kw: passed on to :func:`load_episodes` (``max_line_bytes``, ``max_errors``).
 
     Raises:
-        ConfigError: an unknown ``format``, or a conversation dataset (LoCoMo), which holds no episodes to load.
+        ConfigError: an unknown ``format``, a ``limit_tasks`` that is not a count, or a conversation dataset
+            (LoCoMo), which holds no episodes to load.
         TraceFormatError: the format cannot be detected, or the file is invalid in it.
     """
+    check_limit(limit_tasks, "limit_tasks")  # once, for every format, before anything is read
     path = Path(path)
     fmt = format.lower().replace("_", "-") if isinstance(format, str) else format
     if fmt not in (*FORMATS, "auto"):
@@ -173,12 +176,13 @@ def load(path: str | Path, format: str = "auto", *, strict: bool = True, limit_t
             raise TraceFormatError("no such trace file", path=str(path))
         fmt = detect_format(path) or ("jsonl" if path.suffix.lower() == ".jsonl" else None)
         if fmt is None:
-            raise TraceFormatError("cannot tell the trace format: expected a .jsonl file of episodes (one object "
-                                   "with episode_id per line), a tau-bench JSON list of {task_id, trial, reward, "
-                                   "info, traj}, a tau2-bench JSON object {info, tasks, simulations}, "
-                                   "a Reflexion HotpotQA text log (BEGIN TRIAL n …) or a LoCoMo JSON "
-                                   f"list of {{sample_id, conversation, qa}}; pass format= one of {list(FORMATS)}",
-                                   path=str(path))
+            return _read_likeliest(path, strict=strict, limit_tasks=limit_tasks, domain=domain, limits=limits)
+    return _read(path, fmt, strict=strict, limit_tasks=limit_tasks, domain=domain, limits=limits, **kw)
+
+
+def _read(path: Path, fmt: str, *, strict: bool, limit_tasks: int | None, domain: str | None, limits: ReadLimits,
+          **kw: Any) -> tuple[list[Episode], ReadStats | None]:
+    """:func:`load` once the format is known."""
     if fmt in CONVERSATION_FORMATS:
         raise ConfigError(f"format: {path} is LoCoMo, a conversation dataset (turns to remember, questions to ask "
                           "afterwards), not a trace of episodes; read it with "
@@ -199,3 +203,42 @@ def load(path: str | Path, format: str = "auto", *, strict: bool = True, limit_t
     for ep in episodes:  # the jsonl reader checks each line as it reads it
         check_instruction(ep.instruction, limits, path=str(path), episode_id=ep.episode_id)
     return episodes, None
+
+
+_UNKNOWN_FORMAT = ("cannot tell the trace format: expected a .jsonl file of episodes (one object with episode_id per "
+                   "line), a tau-bench JSON list of {task_id, trial, reward, info, traj}, a tau2-bench JSON object "
+                   "{info, tasks, simulations}, a Reflexion HotpotQA text log (BEGIN TRIAL n …) or a LoCoMo JSON "
+                   f"list of {{sample_id, conversation, qa}}; pass format= one of {list(FORMATS)}")
+
+
+def likeliest_format(path: str | Path) -> tuple[str, str] | None:
+    """``(format, why)`` for a file :func:`detect_format` could not place: the format its first bytes announce (a
+    JSON object: tau2-bench; a JSON list: LoCoMo when its head names ``sample_id``, else tau-bench), or None."""
+    head = _head(Path(path)).lstrip()
+    if head.startswith("{"):
+        return "tau2-bench", "a JSON object"
+    if head.startswith("["):
+        if '"sample_id"' in head:
+            return "locomo", "a JSON list naming sample_id"
+        return "tau-bench", "a JSON list"
+    return None
+
+
+def _read_likeliest(path: Path, **kw: Any) -> tuple[list[Episode], ReadStats | None]:
+    """Read a file no format claimed in its likeliest format: a file that is valid there after all (a tau2-bench
+    file over the sniffing bound) is read; otherwise that reader's own error, which names the line, byte or field,
+    is raised, and not a bare "cannot tell"."""
+    likely = likeliest_format(path)
+    if likely is None:
+        if path.stat().st_size <= _OBJECT_MAX:
+            read_text(path)  # text that is not UTF-8: the error names the byte
+        raise TraceFormatError(_UNKNOWN_FORMAT, path=str(path))
+    fmt, why = likely
+    if fmt in CONVERSATION_FORMATS:
+        raise TraceFormatError(f"{_UNKNOWN_FORMAT} (it looks like {fmt}, {why}, but is not one)", path=str(path))
+    try:
+        return _read(path, fmt, **kw)
+    except TraceFormatError as exc:
+        raise TraceFormatError(f"no format recognised it; read as {fmt}, the likeliest ({why}): {exc.message}; "
+                               f"or pass format= one of {list(FORMATS)}", path=exc.path or str(path),
+                               line=exc.line, field=exc.field, reason=exc.reason) from None

@@ -39,6 +39,7 @@ from pydantic import ValidationError as PydanticError
 from ..errors import TraceFormatError, ValidationError
 from ..trace import Episode, TraceStep
 from .limits import DEFAULT_LIMITS, ReadLimits, check_instruction, loads
+from .reading import escape_line_breaks
 
 logger = logging.getLogger(__name__)
 
@@ -161,7 +162,7 @@ def _describe(exc: PydanticError) -> tuple[str, str | None, str]:
     elif kind.endswith(_TYPE_ERRORS) and not kind.startswith(("datetime", "date", "time")):
         msg, reason = f"{err['msg']} (got {_short(err.get('input'))})", "wrong_type"
     else:
-        msg, reason = f"{err['msg']} (got {_short(err.get('input'))})", "invalid_value"
+        msg, reason = f"{err['msg'].removeprefix('Value error, ')} (got {_short(err.get('input'))})", "invalid_value"
     if len(errors) > 1:
         msg += f" [+{len(errors) - 1} more problem{'s' * (len(errors) > 2)} on this line]"
     return msg, fld, reason
@@ -282,7 +283,7 @@ def load_episodes(path: str | Path, *, strict: bool = True, max_line_bytes: int 
 
 def _dump(ep: Episode) -> str:
     # exclude_none drops null *fields* (defaults on reading back) and keeps nulls inside meta/arguments
-    return ep.model_dump_json(exclude_none=True)
+    return escape_line_breaks(ep.model_dump_json(exclude_none=True))
 
 
 def write_jsonl(episodes: Iterable[Episode | dict[str, Any]], path: str | Path) -> int:

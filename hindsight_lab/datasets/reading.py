@@ -11,13 +11,15 @@ Examples:
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 from typing import Any, Iterator
 
 from ..errors import ConfigError, TraceFormatError
 from .limits import DEFAULT_LIMITS, ReadLimits, loads
 
-__all__ = ["Fields", "check_limit", "json_lines", "read_json", "read_json_list", "read_text"]
+__all__ = ["Fields", "check_limit", "dump_line", "escape_line_breaks", "json_lines", "read_json", "read_json_list",
+           "read_text", "split_lines"]
 
 
 def check_limit(value: int | None, name: str) -> None:
@@ -28,6 +30,39 @@ def check_limit(value: int | None, name: str) -> None:
     """
     if value is not None and (isinstance(value, bool) or not isinstance(value, int) or value < 0):
         raise ConfigError(f"{name}: expected a non-negative integer or None (got {value!r})")
+
+
+def split_lines(text: str) -> list[str]:
+    r"""The lines of a JSON Lines text: split on ``\n`` only (a ``\r`` before it dropped), as the format says.
+
+    Not :meth:`str.splitlines`, which also breaks at U+2028, U+2029 and U+0085: characters that JSON allows raw
+    inside a string, so a record holding one would be cut in two.
+
+    Examples:
+        >>> split_lines('{"a": "x\u2028y"}\r\n{"b": 1}\n')
+        ['{"a": "x\u2028y"}', '{"b": 1}', '']
+    """
+    return [line.removesuffix("\r") for line in text.split("\n")]
+
+
+_LINE_BREAKS = {0x85: "\\u0085", 0x2028: "\\u2028", 0x2029: "\\u2029"}
+
+
+def dump_line(value: Any, **kw: Any) -> str:
+    r"""One JSON Lines line (no trailing newline): ``json.dumps(value, ensure_ascii=False, **kw)`` with the line
+    breaks that JSON allows raw in a string (U+0085, U+2028, U+2029) written as escapes, so that the line is one line
+    for every reader, :meth:`str.splitlines` included. The value read back is the same.
+
+    Examples:
+        >>> dump_line({"rule": "ask first\u2028then act"})
+        '{"rule": "ask first\\u2028then act"}'
+    """
+    return escape_line_breaks(json.dumps(value, ensure_ascii=False, **kw))
+
+
+def escape_line_breaks(text: str) -> str:
+    """JSON text with U+0085, U+2028 and U+2029 written as ``\\u`` escapes (they can only stand inside strings)."""
+    return text.translate(_LINE_BREAKS)
 
 
 def read_text(path: Path) -> str:
@@ -57,11 +92,11 @@ def json_lines(path: Path, what: str, limits: ReadLimits = DEFAULT_LIMITS) -> It
     line)."""
     name = str(path)
     try:
-        lines = path.read_text(encoding="utf-8").splitlines()
+        lines = split_lines(path.read_bytes().decode("utf-8-sig"))
     except FileNotFoundError:
         raise TraceFormatError(f"no such {what} file", path=name) from None
     except UnicodeDecodeError as exc:
-        raise TraceFormatError(f"not UTF-8 text ({exc.reason})", path=name) from None
+        raise TraceFormatError(f"not UTF-8 text ({exc.reason} at byte {exc.start})", path=name) from None
     for n, line in enumerate(lines, 1):
         if not line.strip():
             continue
@@ -85,7 +120,7 @@ class Fields:
             return Episode.model_validate(fields)
         except PydanticError as exc:
             err = exc.errors()[0]
-            raise self.error(f"cannot build an episode: {err['msg']}",
+            raise self.error(f"cannot build an episode: {err['msg'].removeprefix('Value error, ')}",
                              ".".join(str(p) for p in err["loc"]) or None) from None
 
     def error(self, message: str, field: str | None = None) -> TraceFormatError:

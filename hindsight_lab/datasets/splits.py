@@ -34,6 +34,7 @@ from dataclasses import dataclass
 from typing import Any, Literal
 
 from ..errors import TraceFormatError
+from .reading import split_lines
 
 __all__ = ["Split", "id_hash"]
 
@@ -101,7 +102,7 @@ class Split:
         except UnicodeDecodeError as exc:
             raise TraceFormatError(f"not UTF-8: {exc.reason} at byte {exc.start}", path=source) from None
         keep, kept = set(self.keep), []
-        for n, line in enumerate(text.splitlines(), 1):
+        for n, line in enumerate(split_lines(text), 1):
             if line.strip():
                 item = _json(line.encode("utf-8"), f"{source}:{n}")
                 if isinstance(item, dict) and str(item.get(self.key)) in keep:

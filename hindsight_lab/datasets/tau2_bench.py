@@ -101,10 +101,13 @@ class _Header:
 def _read(path: Path, limits: ReadLimits) -> dict[str, Any]:
     name = str(path)
     data = read_json(path, limits)
-    if not isinstance(data, dict) or not {"simulations", "tasks"} <= data.keys():
-        got = "an object without simulations and tasks" if isinstance(data, dict) else type(data).__name__
-        raise TraceFormatError(f"expected a tau2-bench JSON object {{info, tasks, simulations}}, got {got}",
-                               path=name)
+    if not isinstance(data, dict):
+        raise TraceFormatError(f"expected a tau2-bench JSON object {{info, tasks, simulations}}, got "
+                               f"{type(data).__name__}", path=name)
+    missing = [key for key in ("simulations", "tasks") if key not in data]
+    if missing:
+        raise TraceFormatError(f"expected a tau2-bench JSON object {{info, tasks, simulations}}: missing required "
+                               f"field {' and '.join(missing)}", path=name, field=missing[0])
     return data
 
 

@@ -6,6 +6,7 @@ from datetime import datetime
 from typing import TYPE_CHECKING, Any, Callable, ContextManager, Sequence
 
 from ..types import Bucket, MemoryRecord, WriteResult
+from .recovery import finish_promotions
 from .writes import Writes
 
 if TYPE_CHECKING:
@@ -25,6 +26,10 @@ class ReflectionPort:
 
     def derived_from(self, episode_id: str) -> bool:
         return self._mem.derived_from(episode_id)
+
+    def finish_interrupted(self, now: datetime) -> int:
+        with self._writing():
+            return finish_promotions(self._writes, now)
 
     def nearest_episodes(self, text: str, k: int, *, before: datetime | None = None) -> list[MemoryRecord]:
         return self._mem.nearest_episodes(text, k, before=before)

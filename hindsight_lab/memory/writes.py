@@ -13,6 +13,7 @@ from typing import Any, Callable, Sequence
 
 import numpy as np
 
+from .. import crashpoints
 from ..config import LabConfig
 from ..trace.checks import Check
 from ..reflect.pipeline import PENDING
@@ -195,6 +196,7 @@ class Writes:
         candidate = self.nearest_match(Bucket.CANDIDATE, incoming, emb)
         if candidate is None:
             self.put(Bucket.CANDIDATE, [incoming], emb[None, :])
+            crashpoints.reached("reflect.candidate_written")
             return WriteResult("created", incoming)
         merged = self._merge_into(candidate[0], incoming, Bucket.CANDIDATE, now)
         if self.promotable(merged):
@@ -262,6 +264,7 @@ class Writes:
     def _merge_into(self, target: MemoryRecord, new: MemoryRecord, bucket: Bucket, now: datetime) -> MemoryRecord:
         merged = verify.settle(target.merged_with(new, confirmed_at=now), **self._pairing)  # evidence decides
         self.update(bucket, [merged])
+        crashpoints.reached("reflect.candidate_merged")
         return merged
 
     def promotable(self, rec: MemoryRecord) -> bool:
@@ -331,11 +334,13 @@ class Writes:
         as_rule = replace(cand, kind=Kind.RULE, last_confirmed_at=now,
                           attrs={**cand.attrs, "promoted_at": now.isoformat()})
         match = self.nearest_match(Bucket.RULE, as_rule, emb)
-        if match is not None:
+        if match is not None:  # the rule keeps the candidate's id: a rerun after a kill here sees the merge done
+            as_rule = replace(as_rule, attrs={**as_rule.attrs, "promoted_from": {cand.id: now.isoformat()}})
             result = self._merge_into(match[0], as_rule, Bucket.RULE, now)
         else:
             self.put(Bucket.RULE, [as_rule], emb[None, :])
             result = as_rule
+        crashpoints.reached("reflect.rule_promoted")
         self.store.delete(Bucket.CANDIDATE, [cand.id])
         if result.id != cand.id:
             self.forget(cand.id)

@@ -9,6 +9,7 @@ from dataclasses import dataclass, field, replace
 from datetime import datetime
 from typing import TYPE_CHECKING, Any, Iterable, Sequence
 
+from .. import crashpoints
 from ..config import LabConfig
 from ..errors import ValidationError
 from ..types import MemoryRecord, WriteResult
@@ -142,11 +143,12 @@ class ReflectionPipeline:
         and the trigger state, rebuilt from the store when it was opened, already holds it. Its reflection is asked
         again only when it was left pending — the episode record is written ``reflection: pending`` before the
         reflector is asked and marked ``done`` or ``rejected`` after — and no candidate or rule holds it as a
-        source yet. So a run that was killed anywhere and run again on the same store ends as an uninterrupted one
-        would (with a deterministic reflector).
+        source yet; a promotion the killed run left half done is finished at the first stored episode. So a run
+        that was killed anywhere and run again on the same store ends as an uninterrupted one would (with a
+        deterministic reflector; :mod:`hindsight_lab.crashpoints` names the steps a test kills it at).
         """
         mem, cfg = self.mem, self.config
-        staged = []
+        staged, resumed = [], False
         for ep, tt in zip(episodes, task_types):
             when = ep.started_at or now
             comp = compress(ep, cfg.reflect.compress, cfg.episode.read_only_prefixes, task_type=tt)
@@ -156,8 +158,12 @@ class ReflectionPipeline:
                 ask = decision.reflect
                 related = self.related(ep, when, cfg.reflect.related_k) if ask else []
                 record = mem.write_episode_records([ep], [tt], when, [comp], [decision])[0]
+                crashpoints.reached("reflect.episode_written")
                 self.policy.observe(comp, when, reflected=decision.reflect)
             else:
+                if not resumed:  # a rerun over the store of a run that stopped: finish what it left half done
+                    mem.finish_interrupted(when)
+                    resumed = True
                 decision, record = stored_decision(stored), stored
                 ask = decision.reflect and (stored.attrs or {}).get("reflection") == PENDING
                 if ask and mem.derived_from(ep.episode_id):  # its candidate was written: only the mark is missing
@@ -184,6 +190,7 @@ class ReflectionPipeline:
                 continue
             write = self._write_candidate(ep, answer, when)
             record = self._settle(record, "done")
+            crashpoints.reached("reflect.episode_settled")
             self.stats.writes[write.action] += 1
             outcomes.append(ReflectionOutcome(ep.episode_id, decision, record, comp, rel_ids, answer, None, write))
         return outcomes

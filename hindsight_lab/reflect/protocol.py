@@ -39,6 +39,9 @@ class MemoryPort(Protocol):
     def derived_from(self, episode_id: str) -> bool:
         """Whether a candidate or rule (archived ones included) has the episode among its sources."""
 
+    def finish_interrupted(self, now: datetime) -> int:
+        """Complete the writes a killed run left half done (a promotion); returns how many."""
+
     def nearest_episodes(self, text: str, k: int, *, before: datetime | None = None) -> list[MemoryRecord]:
         """The ``k`` stored episode records nearest to ``text`` (created no later than ``before``)."""
 

@@ -12,9 +12,11 @@ from typing import Any, Iterator, Mapping, Sequence
 
 from ..config import LabConfig
 from ..datasets.combine import ORDERS, file_sha256
+from ..datasets.reading import check_limit
 from ..errors import ConfigError, NothingToDo
 from ..metrics import Judgements
 from ..metrics.modes import MODES, judge_mode
+from ..redact import mask_data
 from .ceiling import Bar, rule_ceiling
 from .engine import ReplayRun, run_conversations, run_episodes
 from .journal import JOURNAL_DIR, Journal
@@ -22,7 +24,7 @@ from .lift import lift_report, runs_of
 from .power import lift_power
 from .records import rules_injected
 from .report import EMPTY_QUERY_SET, METRICS, ReplayReport, judge
-from .systems import BASELINE_KEY, CONVERSATION_BASELINE_KEY, build_systems
+from .systems import BASELINE_KEY, CONVERSATION_BASELINE_KEY, build_systems, check_systems
 
 DEFAULT_SYSTEMS = ("none", "dense", "bm25", "dense+ok", "bm25+ok", "hindsight")
 
@@ -76,7 +78,8 @@ def run_replay(path: str | Path | Sequence[str | Path], *, format: str = "auto",
             :data:`~hindsight_lab.replay.systems.BASELINE_KEY`, for LoCoMo's turns ``CONVERSATION_BASELINE_KEY``).
 
     Raises:
-        ConfigError: ``resume`` without ``out``, or the journal in ``out`` was written for another replay (the
+        ConfigError: an unknown system, a ``limit`` or ``top_k`` that is not a count, ``out`` a file, ``resume``
+            without ``out``, or the journal in ``out`` was written for another replay (the
             message names what differs).
         NothingToDo: no episode (every line invalid and skipped), or an empty query set: no episode has an
             earlier run of its task.
@@ -85,16 +88,15 @@ def run_replay(path: str | Path | Sequence[str | Path], *, format: str = "auto",
     from ..datasets.registry import resolve
     from ..embed import embedder_for
 
-    if resume and out is None:
-        raise ConfigError("resume needs the folder of the replay to continue (out=..., --out DIR)")
+    _check_arguments(systems, configs, limit=limit, top_k=top_k, out=out, resume=resume)
     cfg = config or LabConfig()
     paths = resolve(path)
     fmt = (detect_format(paths[0]) if format == "auto" else format) if len(paths) == 1 else format
     budget = token_budget or cfg.retrieval.token_budget
-    if embedder is None:
-        embedder = embedder_for(cfg.embedder)
     data, dataset, baseline_key = _load(paths, format, fmt, top_k=top_k, budget=budget, limit=limit,
                                         skip_invalid=skip_invalid, baseline_key=baseline_key)
+    if embedder is None:
+        embedder = embedder_for(cfg.embedder)
     header = None if out is None else journal_header(dataset, systems=systems, config=cfg, configs=configs,
                                                      skip_invalid=skip_invalid, embedder=embedder.name(),
                                                      baseline_key=baseline_key)
@@ -106,6 +108,19 @@ def run_replay(path: str | Path | Sequence[str | Path], *, format: str = "auto",
         if out is not None:
             report.save(out)
     return report
+
+
+def _check_arguments(systems: Sequence[str], configs: Mapping[str, LabConfig] | None, *, limit: int | None,
+                     top_k: int, out: str | Path | None, resume: bool) -> None:
+    """Every argument of :func:`run_replay` that can be wrong, checked before the data is read or a model loads."""
+    if resume and out is None:
+        raise ConfigError("resume needs the folder of the replay to continue (out=..., --out DIR)")
+    check_systems(systems, configs)
+    check_limit(limit, "limit")
+    if isinstance(top_k, bool) or not isinstance(top_k, int) or top_k < 1:
+        raise ConfigError(f"top_k: expected a whole number of 1 or more (got {top_k!r})")
+    if out is not None and Path(out).exists() and not Path(out).is_dir():
+        raise ConfigError(f"out: {out} is a file; expected a folder (it is created when missing)")
 
 
 @contextmanager
@@ -187,7 +202,7 @@ def journal_header(dataset: Mapping[str, Any], *, systems: Sequence[str], config
     """What a resumed replay must share with the journal it continues: the dataset (sha256, format), the systems,
     ``top_k``, budget, ``limit``, ``skip_invalid``, the embedder and every field of every hindsight config."""
     flat = {"hindsight": config.flat(), **{name: c.flat() for name, c in (configs or {}).items()}}
-    flat_json = json.dumps(flat, sort_keys=True, default=str)
+    flat_json = json.dumps(mask_data(flat), sort_keys=True, default=str)  # no password reaches the journal
     return {"dataset": {k: dataset[k] for k in ("name", "format", "sha256")},
             "params": {"systems": list(systems), "top_k": dataset["top_k"], "token_budget": dataset["token_budget"],
                        "limit": dataset["limit"], "skip_invalid": skip_invalid, "embedder": embedder,

@@ -260,6 +260,24 @@ def replay_config(cfg: LabConfig, *, top_k: int, token_budget: int, retrieval_ef
 BASELINES = ("none", "dense", "bm25", "dense+ok", "bm25+ok")
 
 
+def check_systems(names: Sequence[str], configs: Mapping[str, LabConfig] | None = None) -> None:
+    """Every name is a baseline, ``hindsight`` or a key of ``configs``, and none is given twice.
+
+    Raises:
+        ConfigError: naming the unknown (or repeated) system and the known ones.
+    """
+    from ..errors import ConfigError
+
+    known = list(BASELINES) + ["hindsight"] + sorted(configs or {})
+    if isinstance(names, str) or not names:
+        raise ConfigError(f"systems: expected a list of names from {known} (got {names!r})")
+    for name in names:
+        if name not in known:
+            raise ConfigError(f"systems: unknown system {name!r}; expected names from {known}")
+    if len(set(names)) < len(names):
+        raise ConfigError(f"systems: a system is named twice in {list(names)}")
+
+
 def build_systems(names: Sequence[str], *, config: LabConfig, embedder: Any, top_k: int, token_budget: int,
                   root: str | None = None, configs: Mapping[str, LabConfig] | None = None,
                   retrieval_effects: bool = False, capture: bool = False, baseline_key: str | None = None) -> list[ReplaySystem]:
@@ -295,8 +313,7 @@ def build_systems(names: Sequence[str], *, config: LabConfig, embedder: Any, top
             out.append(Hindsight(mem, name=name, top_k=top_k, capture=capture,
                                  drop_store=root is None and not is_postgres_url(cfg.store.url)))
         else:
-            known = list(BASELINES) + ["hindsight"] + sorted(configs or {})
-            raise ValueError(f"unknown system {name!r}; expected one of {known}")
+            check_systems([name], configs)  # raises: the name is unknown
     return out
 
 

@@ -16,22 +16,14 @@ from __future__ import annotations
 
 import logging
 from typing import TYPE_CHECKING, Literal
-from urllib.parse import urlsplit, urlunsplit
+
+from ..redact import mask_secrets
 
 if TYPE_CHECKING:
     from ..config import LabConfig
     from .config import ServerConfig
 
 logger = logging.getLogger(__name__)
-
-
-def _redact(store: str) -> str:
-    """A store URL without user:password."""
-    if "://" not in store:
-        return store
-    parts = urlsplit(store)
-    host = parts.hostname or ""
-    return urlunsplit(parts._replace(netloc=host + (f":{parts.port}" if parts.port else "")))
 
 
 def run_server(cfg: "LabConfig", store: str, settings: "ServerConfig | None" = None, *,
@@ -64,7 +56,7 @@ def run_server(cfg: "LabConfig", store: str, settings: "ServerConfig | None" = N
         server = build_server(pool, settings)
         schedule = MaintenanceSchedule(pool, settings.maintenance_interval_s)
         where = (f"Postgres store {public_url(store)}" if is_postgres_url(cfg.store.url)
-                 else f"Chroma server {_redact(store)}" if cfg.store.url else f"embedded store {store}")
+                 else f"Chroma server {mask_secrets(store)}" if cfg.store.url else f"embedded store {store}")
         logger.info("serving %s over %s; model %s; namespace %r; tools %s; maintenance every %s s", where,
                     transport if transport == "stdio" else f"http://{host}:{port}/mcp",
                     cfg.embedder.model, pool.default_namespace, ", ".join(tool_names(settings.tool_prefix).values()),

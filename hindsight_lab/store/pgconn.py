@@ -35,6 +35,7 @@ from typing import Any, Callable, Iterator, TypeVar
 from urllib.parse import parse_qsl, urlencode, urlsplit
 
 from ..errors import StoreError
+from ..redact import mask_secrets
 
 __all__ = ["EMBEDDED_SCHEME", "Pool", "acquire_pool", "embedded_folder", "is_postgres_url", "probe", "public_url"]
 
@@ -93,9 +94,8 @@ def public_url(url: str) -> str:
 
 def _scrub(message: str, url: str) -> str:
     """A driver message on one line, without the URL's password (libpq echoes parts of a malformed URL)."""
-    message = " ".join(message.split())
     secret = urlsplit(url).password if embedded_folder(url) is None else None
-    return message.replace(secret, "***") if secret else message
+    return mask_secrets(" ".join(message.split()), [secret])
 
 
 def _start_embedded(folder: Path) -> str:

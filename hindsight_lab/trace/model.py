@@ -85,6 +85,13 @@ class Episode(_Model):
     relevant_episode_ids: list[str] | None = None
     meta: dict[str, Any] | None = None
 
+    @field_validator("episode_id", "instruction")
+    @classmethod
+    def _not_blank(cls, v: str) -> str:
+        if not v.strip():  # the instruction is the recall query: a blank one cannot be searched for
+            raise ValueError("must not be empty or whitespace")
+        return v
+
     @field_validator("started_at", mode="before")
     @classmethod
     def _iso_only(cls, v: object) -> object:

@@ -185,7 +185,8 @@ def test_detect_format_and_load_dispatch(tmp_path):
     assert load(path, format="tau_bench")[0] == read_tau_bench(path)
     other = _write(tmp_path, [{"question": "q", "answer": "a"}], name="qa.json")
     assert detect_format(other) is None
-    with pytest.raises(TraceFormatError, match=r"qa\.json: cannot tell the trace format"):
+    with pytest.raises(TraceFormatError, match=r"qa\.json: no format recognised it; read as tau-bench, the "
+                       r"likeliest \(a JSON list\): item 0 .*missing required field.*'task_id'"):
         load(other)
     # a first item larger than the first sniffed megabyte is still recognised
     big = _write(tmp_path, [_run(0, 0, traj=[{"role": "user", "content": "x" * 3_000_000}])], name="big.json")

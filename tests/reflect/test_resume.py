@@ -141,3 +141,72 @@ def test_sigkill_at_several_points_of_a_real_reflect_run(tmp_path, minilm) -> No
         proc.wait()
         subprocess.run([*cmd, str(store)], check=True, capture_output=True, timeout=600)
         assert snapshot(store, minilm) == expected, f"killed at {share:.0%} of the run"
+
+
+# ------------------------------------------------------------------ SIGKILL at a chosen step (issue 49)
+# Regression test: the timed kills above land wherever the clock says; these land inside a named step of the window
+# where `reflect` writes candidate rules (hindsight_lab.crashpoints), in a process of their own, with SIGKILL.
+_ARMED_REFLECT = """
+import sys
+from hindsight_lab import crashpoints
+from hindsight_lab.cli import main
+point, after, *argv = sys.argv[1:]
+if point != "-":
+    crashpoints.arm(point, after=int(after))
+sys.exit(main(argv))
+"""
+
+
+def _promoting_traces(path: Path) -> Path:
+    """Two successes, then three failures of different tasks with one lesson: created, merged, merged and promoted
+    (every crash point is reached: tests/reflect/test_pipeline.py builds the same history)."""
+    from datetime import timedelta
+
+    from support import T0
+
+    def ep(eid: str, tools: list[str], outcome: str = "success", error_at: int | None = None, hours: int = 0):
+        steps: list[dict] = []
+        for i, tool in enumerate(tools):
+            steps.append({"type": "tool_call", "name": tool, "arguments": {"order": f"A-{eid}"}})
+            steps.append({"type": "tool_result", "content": "ok" if i != error_at else "",
+                          "error": "order already shipped" if i == error_at else None})
+        return {"episode_id": eid, "task_id": eid, "instruction": f"Please cancel order {eid}", "steps": steps,
+                "outcome": outcome, "failure_cause": "strategy" if outcome == "failure" else None,
+                "started_at": (T0 + timedelta(hours=hours)).isoformat()}
+
+    rows = [ep(f"s{i}", ["get_order", "cancel_order"], hours=i) for i in range(2)]
+    rows += [ep(f"f{i}", ["cancel_order"], "failure", 0, hours=10 + 24 * 8 * i) for i in range(3)]
+    path.write_text("".join(json.dumps(r) + "\n" for r in rows), encoding="utf-8")
+    return path
+
+
+def _armed_reflect(point: str, after: int, traces: Path, store: Path) -> subprocess.CompletedProcess:
+    argv = ["reflect", str(traces), "--store", str(store), "--set", "embedder.model=hashing-256",
+            "--set", "promotion.verify=false"]
+    return subprocess.run([sys.executable, "-c", _ARMED_REFLECT, point, str(after), *argv], capture_output=True,
+                          text=True, timeout=300)
+
+
+@pytest.mark.slow
+def test_sigkill_at_each_step_of_the_candidate_writes_then_a_rerun_ends_as_an_uninterrupted_run(tmp_path) -> None:
+    from hindsight_lab.crashpoints import POINTS
+    from hindsight_lab.embed import HashingEmbedder
+
+    emb = HashingEmbedder(dim=256)
+    traces = _promoting_traces(tmp_path / "promoting.jsonl")
+    whole = tmp_path / "whole"
+    done = _armed_reflect("-", 1, traces, whole)
+    assert done.returncode == 0, done.stderr
+    assert "promotions 1" in done.stdout  # the history does reach the promotion step
+    expected = snapshot(whole, emb)
+    cases = [("reflect.episode_written", 4), ("reflect.candidate_written", 1), ("reflect.candidate_merged", 1),
+             ("reflect.candidate_merged", 2), ("reflect.rule_promoted", 1), ("reflect.episode_settled", 2)]
+    assert {p for p, _ in cases} == set(POINTS)
+    for point, after in cases:
+        store = tmp_path / f"{point}-{after}"
+        killed = _armed_reflect(point, after, traces, store)
+        assert killed.returncode == -signal.SIGKILL, (point, after, killed.stderr[-2000:])
+        assert snapshot(store, emb) != expected, f"{point} #{after}: the kill came after the last write"
+        again = _armed_reflect("-", 1, traces, store)
+        assert again.returncode == 0, again.stderr
+        assert snapshot(store, emb) == expected, f"killed at {point} #{after}, then run again"

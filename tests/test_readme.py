@@ -407,6 +407,8 @@ def _resumed(ran: Ran, runs: dict[str, Ran]) -> None:
 # run at a time. Every step that logs to MLflow is in the first chain, so the default store has one writer at a time.
 AIRLINE_HEADER = "gpt-4o-airline.sample (tau-bench): 20 episodes, 15 queries in 5 groups"
 TELECOM_HEADER = " (tau2-bench): 10 episodes, 5 queries"
+AIRLINE_AGENTS = ("gpt-4.1", "sft-gpt-4.1", "gpt-4.1-mini", "gpt-oss-120b", "claude-sonnet-4-5", "claude-opus-4-6")
+"""The six files of ``tau2-airline-cross-sample``, in replay order (the same 5 tasks in each)."""
 CHAINS: list[list[Step]] = [  # longest first (two run at a time)
     [  # the literal sample replay, and the sample twins of the development replays (no MLflow: see below)
         Step("replay tau-bench-airline-sample --no-mlflow", _all(_replay(AIRLINE_HEADER), _no_mlflow)),
@@ -414,8 +416,8 @@ CHAINS: list[list[Step]] = [  # longest first (two run at a time)
              _all(_replay("telecom_gpt-4.1.sample + telecom_sft-gpt-4.1.sample" + TELECOM_HEADER),
                   _has("by source (queries of each file):", "telecom_sft-gpt-4.1.sample.json"))),
         Step("replay tau2-airline-cross-sample --systems dense,bm25 --baseline-key instruction --no-mlflow",
-             _replay("airline_gpt-4.1.sample + airline_sft-gpt-4.1.sample (tau2-bench): 10 episodes, 5 queries",
-                     "dense bm25")),
+             _replay(" + ".join(f"airline_{agent}.sample" for agent in AIRLINE_AGENTS)
+                     + " (tau2-bench): 30 episodes, 25 queries", "dense bm25")),
         Step("replay reflexion-hotpotqa-sample --no-mlflow",
              _replay("100_questions_7_trials.sample (reflexion-hotpotqa): 38 episodes, 32 queries")),
         Step("replay locomo-sample --limit 2 --no-mlflow", _replay("locomo10.sample (locomo): ")),

@@ -14,7 +14,7 @@ adapter in this package.
 from __future__ import annotations
 
 from .entry import DatasetEntry, Source
-from .splits import Split
+from .splits import Split, id_hash
 
 TAU_BENCH = "sierra-research/tau-bench"
 TAU2_BENCH = "sierra-research/tau2-bench"
@@ -23,6 +23,12 @@ _TAU2_SIMULATIONS = "data/simulations"
 _TAU2_NOTE = ("the commit is the abbreviated hash recorded with the development data (its full hash could not "
               "be recovered offline) and the file name at the source is the development file's own; a download "
               "that is not this file fails the checksum")
+_TAU2_SUBMISSIONS = "web/leaderboard/public/submissions"
+_TAU2_SUBMISSION_NOTE = ("a leaderboard submission's trajectory file; the commit is the abbreviated hash recorded with "
+                         "the development data, and the development file is named after its domain and agent, not "
+                         "after the file at the source; the split keeps all 50 airline tasks, so it is the whole "
+                         "source file in canonical form (the source is in that form already); a download that is "
+                         "not this file fails the checksum")
 
 _REFLEXION_DEV = (
     "08a1c64e29ebf8fe", "0da00494401047c2", "0db22bdc6e466d67", "14db76b00d990fff", "17f1ea34a5d54649",
@@ -62,16 +68,29 @@ _AIRLINE_GPT41 = (
     "c2356069e9d1e79c", "d4735e3a265e16ee", "e29c9c180c6279b0", "e7f6c011776e8db7", "eb1e33e8a81b697b",
 )
 
+_AIRLINE_ALL = tuple(id_hash(str(i)) for i in range(50))
+"""All 50 airline tasks (ids ``0`` … ``49``): the leaderboard submissions' files hold every one of them."""
+
 _DEV_CONVERSATIONS = ("conv-26", "conv-30", "conv-41", "conv-42", "conv-43", "conv-44")
 
 
 def _tau2_dev(stem: str, title: str, keep: tuple[str, ...], sha256: str, size: int, *,
-              folder: str = _TAU2_RESULTS, commit: str = "59d0fb96") -> DatasetEntry:
-    """A tau2-bench development split ``tau2-bench/<stem>.json``, derived from the file of that name at the source."""
+              folder: str = _TAU2_RESULTS, commit: str = "59d0fb96", path: str | None = None,
+              note: str = _TAU2_NOTE) -> DatasetEntry:
+    """A tau2-bench development split ``tau2-bench/<stem>.json``, derived from the file of that name at the source
+    (or from the file at ``path``, a path in the repository, when the source file has another name)."""
     return DatasetEntry(
         name=f"tau2-{stem.replace('_', '-')}-dev", format="tau2-bench", filename=f"tau2-bench/{stem}.json",
-        title=title, source=Source(TAU2_BENCH, f"{folder}/{stem}.json", commit, note=_TAU2_NOTE), licence="MIT",
+        title=title, source=Source(TAU2_BENCH, path or f"{folder}/{stem}.json", commit, note=note), licence="MIT",
         split=Split("tau2-bench", keep=keep), sha256=sha256, size=size)
+
+
+def _tau2_submission(stem: str, title: str, submission: str, sha256: str, size: int, *,
+                     commit: str) -> DatasetEntry:
+    """A tau2-bench airline development split ``tau2-bench/<stem>.json``: a leaderboard submission's trajectory
+    file (``submission`` is its path under the submissions folder), all 50 tasks."""
+    return _tau2_dev(stem, title, _AIRLINE_ALL, sha256, size, commit=commit,
+                     path=f"{_TAU2_SUBMISSIONS}/{submission}", note=_TAU2_SUBMISSION_NOTE)
 
 
 def _tau2_sample(stem: str, title: str, keep: tuple[str, ...], sha256: str, size: int) -> DatasetEntry:
@@ -122,6 +141,24 @@ ENTRIES: tuple[DatasetEntry, ...] = (
               "57f7bba1fd0366019867f5c0af877e73b98e68040e36d0e7b064df7f7bb1c289", 796333),
     _tau2_dev("airline_sft-gpt-4.1", "tau2-bench airline, fine-tuned gpt-4.1 agent: the same 20 tasks, 1 trial",
               _AIRLINE_GPT41, "9f5e408db0fd8681e0fd07bdf62295c102244645af86314d523db7339cae6516", 822768),
+    _tau2_submission("airline_gpt-4.1-mini",
+                     "tau2-bench airline, gpt-4.1-mini agent (leaderboard submission, toolorchestra): all 50 tasks, "
+                     "1 trial", "toolorchestra_nvidia_2025-12-02/trajectories/toolorchestra_airline_gpt-5_1trial.json",
+                     "dded382219e6f7304a5455903dd2c89414632693cd235cb2ee609aa6c7cd60bc", 1706580, commit="633a3169"),
+    _tau2_submission("airline_gpt-oss-120b",
+                     "tau2-bench airline, gpt-oss-120b agent (leaderboard submission, a LangChain agent; gpt-oss-120b "
+                     "user simulator): all 50 tasks, 1 trial",
+                     "gpt-oss-120b_openai_2025-11-26/trajectories/langchain_agent_airline_2025-11-26_00-37-06.json",
+                     "b6e7ee5cb6d67037d62d513dabb4717a17c3aa7d87caae014c214b4d62593c04", 2257329, commit="52a4ed7b"),
+    _tau2_submission("airline_claude-sonnet-4-5",
+                     "tau2-bench airline, claude-sonnet-4-5 agent (leaderboard submission, aide-platform): all 50 "
+                     "tasks, 1 trial", "claude-sonnet-4-5_aide-platform_2025-10-31/trajectories/"
+                     "claude-sonnet-4-5_airline_default_gpt4.1_1trials.json",
+                     "aca69dd3e28e216e35d2ee484d8f289ed2110f1b2ba400bee13c61118ca1690e", 2913518, commit="921a1cb8"),
+    _tau2_submission("airline_claude-opus-4-6",
+                     "tau2-bench airline, claude-opus-4-6 agent (leaderboard submission, distyl-ai): all 50 tasks, "
+                     "1 trial", "button-claude-opus-4-6_distyl-ai_2026-03-04/trajectories/airline.json",
+                     "c597a057a4b4e7c9f04a9d0bd730a3309d9929bdba36a9eabee3f891ffd3d671", 2083649, commit="dfdc3f7b"),
 )
 
 _REFLEXION_SAMPLE = ("08a1c64e29ebf8fe", "296524ff85477e30", "3912540421f6dea5", "4e092e4f15737184",
@@ -130,7 +167,7 @@ _REFLEXION_SAMPLE = ("08a1c64e29ebf8fe", "296524ff85477e30", "3912540421f6dea5",
 _TELECOM_SAMPLE = ("34eff2ba1c9e46e0", "a9a6ab1f63db63b8", "b78e5544a4e4869d", "bf009913eef5f0ce", "eb796dbe93c8771b")
 """The first 5 tasks of ``tasks[]`` of the gpt-4.1 telecom file (the fine-tuned agent's file has the same tasks)."""
 _AIRLINE_SAMPLE = ("2c624232cdd22177", "3fdba35f04dc8c46", "b17ef6d19c7a5b1e", "d4735e3a265e16ee", "e7f6c011776e8db7")
-"""The first 5 tasks of ``tasks[]`` of the gpt-4.1 airline file."""
+"""The first 5 tasks of ``tasks[]`` of the gpt-4.1 airline file (every other airline file holds them too)."""
 
 SAMPLES: tuple[DatasetEntry, ...] = (
     DatasetEntry(
@@ -167,12 +204,29 @@ SAMPLES: tuple[DatasetEntry, ...] = (
                  "4bd6ee6afc031230cb68c8751be781bb9728ccf57f15066c3ecb153468ec028b", 190323),
     _tau2_sample("airline_sft-gpt-4.1", "tau2-bench airline, fine-tuned gpt-4.1 agent: the same 5 tasks",
                  _AIRLINE_SAMPLE, "5f0b8b080c640783acaab4d5bb22ce33af1968b2444bdd8cbf9c13ad85d0f128", 179127),
+    _tau2_sample("airline_gpt-4.1-mini", "tau2-bench airline, gpt-4.1-mini agent: the same 5 tasks", _AIRLINE_SAMPLE,
+                 "f5d5632896af8cc6f18bf93fff3d60a92d22d6ccc4232ffba8cac3dfd278bf67", 169241),
+    _tau2_sample("airline_gpt-oss-120b", "tau2-bench airline, gpt-oss-120b agent: the same 5 tasks", _AIRLINE_SAMPLE,
+                 "51131da67b42c8503da070234ef86ff52a517d57aafa81b22e6451f4e02c6f34", 207877),
+    _tau2_sample("airline_claude-sonnet-4-5", "tau2-bench airline, claude-sonnet-4-5 agent: the same 5 tasks",
+                 _AIRLINE_SAMPLE, "d4b27d587695fc4bf215df8340363293103426f99c5f64a5b3ad3df43b6d80a9", 239196),
+    _tau2_sample("airline_claude-opus-4-6", "tau2-bench airline, claude-opus-4-6 agent: the same 5 tasks",
+                 _AIRLINE_SAMPLE, "21aecb0d27250226d54557ec4b0effbfebcd62ce10ca06370d81dea43b729724", 175838),
 )
 
 GROUPS: dict[str, tuple[str, ...]] = {
     "tau2-telecom-cross-dev": ("tau2-telecom-gpt-4.1-dev", "tau2-telecom-sft-gpt-4.1-dev"),
-    "tau2-airline-cross-dev": ("tau2-airline-gpt-4.1-dev", "tau2-airline-sft-gpt-4.1-dev"),
+    "tau2-airline-cross-dev": ("tau2-airline-gpt-4.1-dev", "tau2-airline-sft-gpt-4.1-dev",
+                               "tau2-airline-gpt-4.1-mini-dev", "tau2-airline-gpt-oss-120b-dev",
+                               "tau2-airline-claude-sonnet-4-5-dev", "tau2-airline-claude-opus-4-6-dev"),
     "tau2-telecom-cross-sample": ("tau2-telecom-gpt-4.1-sample", "tau2-telecom-sft-gpt-4.1-sample"),
-    "tau2-airline-cross-sample": ("tau2-airline-gpt-4.1-sample", "tau2-airline-sft-gpt-4.1-sample"),
+    "tau2-airline-cross-sample": ("tau2-airline-gpt-4.1-sample", "tau2-airline-sft-gpt-4.1-sample",
+                                  "tau2-airline-gpt-4.1-mini-sample", "tau2-airline-gpt-oss-120b-sample",
+                                  "tau2-airline-claude-sonnet-4-5-sample", "tau2-airline-claude-opus-4-6-sample"),
 }
-"""Cross-agent replays: the base agent's runs, then the fine-tuned agent's runs of the same tasks."""
+"""Cross-agent replays: several agents' runs of the same tasks, one file after another.
+
+Telecom: the base gpt-4.1 agent's runs, then the fine-tuned agent's runs of the same 40 tasks. Airline: six agents
+in this order — gpt-4.1 and the fine-tuned gpt-4.1 (the same 20 tasks), then gpt-4.1-mini, gpt-oss-120b,
+claude-sonnet-4-5 and claude-opus-4-6 (leaderboard submissions, all 50 tasks): 240 episodes over 50 tasks, each
+task run by 4 to 6 agents. The samples keep the same 5 airline tasks in every file."""

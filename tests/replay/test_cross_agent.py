@@ -54,8 +54,9 @@ def test_task_ids_meet_within_a_family_and_domain_only(tmp_path: Path) -> None:
     by_source: dict[str, set[str]] = {}
     for e in episodes:
         by_source.setdefault(e.meta["source_file"], set()).add(e.task_id)
-    gpt, sft, tau = (by_source[p.name] for p in (*AIRLINE, *TAU_BENCH))
-    assert gpt == sft and len(gpt) == 5  # the two agents ran the same tasks
+    *agents, tau = (by_source[p.name] for p in (*AIRLINE, *TAU_BENCH))
+    gpt = agents[0]
+    assert len(agents) == 6 and all(a == gpt for a in agents) and len(gpt) == 5  # the six agents ran the same tasks
     assert not gpt & tau and all(t.startswith("tau-bench:airline:") for t in tau)
     raw = {str(t["task_id"]) for t in json.loads(TAU_BENCH[0].read_text())}
     assert {t.rsplit(":", 1)[1] for t in tau} == raw
@@ -115,7 +116,9 @@ def test_report_breaks_metrics_down_by_source(minilm) -> None:
 def test_cli_replays_names_and_files_as_one_history(capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["replay", "tau2-airline-cross-sample", "--systems", "none,bm25", "--no-mlflow"]) == 0
     out = capsys.readouterr().out
-    assert "airline_gpt-4.1.sample + airline_sft-gpt-4.1.sample (tau2-bench): 10 episodes, 5 queries" in out
+    # six files of the same 5 tasks: every file after the first is 5 queries
+    assert f"{' + '.join(p.stem for p in AIRLINE)} (tau2-bench): 30 episodes, 25 queries" in out
+    assert AIRLINE[0].stem == "airline_gpt-4.1.sample" and AIRLINE[-1].stem == "airline_claude-opus-4-6.sample"
     assert "by source (queries of each file):" in out and "airline_sft-gpt-4.1.sample.json" in out
 
 

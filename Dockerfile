@@ -1,6 +1,6 @@
 # syntax=docker/dockerfile:1
 # The hindsight-lab memory server: `hindsight-lab serve` (MCP over streamable HTTP on port 8765, health at /health).
-# compose.yaml runs it with Chroma and the MLflow UI; the README says how to call it. Not built in the project's CI
+# compose.yaml runs it with Chroma and the MLflow UI; docs/operations.md says how to run it. Not built in the project's CI
 # (no Docker engine there): tests/server/test_deploy.py checks what can be checked without one.
 FROM python:3.11-slim
 
@@ -28,11 +28,12 @@ COPY hindsight_lab ./hindsight_lab
 COPY datasets ./datasets
 COPY experiments ./experiments
 
-# An unprivileged user; /data (embedded stores) and /mlflow (the MLflow UI's database) belong to it, so named volumes
-# mounted there start out writable.
+# An unprivileged user; /data (embedded stores), /mlflow (the MLflow UI's database) and /mlflow-artifacts (its
+# artifact store) belong to it, so named volumes mounted there start out writable (a new named volume takes the
+# ownership of the folder it is mounted on).
 RUN useradd --create-home --uid 10001 hindsight \
- && mkdir -p /data /mlflow "$HINDSIGHT_LAB_HOME" \
- && chown hindsight /data /mlflow "$HINDSIGHT_LAB_HOME"
+ && mkdir -p /data /mlflow /mlflow-artifacts "$HINDSIGHT_LAB_HOME" \
+ && chown hindsight /data /mlflow /mlflow-artifacts "$HINDSIGHT_LAB_HOME"
 USER hindsight
 
 EXPOSE 8765

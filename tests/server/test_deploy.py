@@ -49,7 +49,7 @@ def test_compose_serves_http_on_the_chroma_service_with_a_token_and_volumes() ->
     assert all(p.startswith("127.0.0.1:") for s in services.values() for p in s.get("ports", []))
     # a non-loopback bind needs the token: compose refuses to start without the variable
     assert services["memory"]["environment"]["HINDSIGHT_MCP_TOKEN"].startswith("${HINDSIGHT_MCP_TOKEN:?")
-    assert set(COMPOSE["volumes"]) == {"chroma-data", "mlflow-data", "postgres-data"}
+    assert set(COMPOSE["volumes"]) == {"chroma-data", "mlflow-data", "mlflow-artifacts", "postgres-data"}
     assert "chroma-data:/data" in services["chroma"]["volumes"]
     assert "mlflow-data:/mlflow" in services["mlflow"]["volumes"]
     assert services["chroma"]["image"] == "chromadb/chroma:" + _pin("chromadb")
@@ -65,7 +65,7 @@ def test_compose_postgres_profile_waits_for_a_healthy_database_and_keeps_secrets
     assert "postgres-data:/var/lib/postgresql/data" in db["volumes"]
     assert "ports" not in db  # reached by the memory server on the compose network only
     assert memory["depends_on"] == {"postgres": {"condition": "service_healthy"}}
-    assert memory["healthcheck"]["test"][1:4] == ["python", "-m", "hindsight_lab.server.healthcheck"]
+    assert memory["healthcheck"]["test"][1:4] == ["python", "-m", "hindsight_lab.cli.healthcheck"]  # where it lives
     cmd = memory["command"]
     store = cmd[cmd.index("--store") + 1]
     assert store == "postgresql://hindsight@postgres:5432/hindsight"  # no password in the URL (or in `ps`)

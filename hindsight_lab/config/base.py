@@ -43,8 +43,11 @@ def read_yaml_mapping(path: str | Path, what: str) -> dict[str, Any] | None:
         data = yaml.safe_load(path.read_text(encoding="utf-8"))
     except FileNotFoundError:
         raise ConfigError(f"{path}: {what} not found") from None
-    except yaml.YAMLError as exc:
-        raise ConfigError(f"{path}: not valid YAML: {exc}") from None
+    except yaml.YAMLError as exc:  # one line: PyYAML's own message quotes the text around the mark over several
+        mark = getattr(exc, "problem_mark", None)
+        where = f"{path}:{mark.line + 1}:{mark.column + 1}" if mark is not None else str(path)
+        what = " ".join(p for p in (getattr(exc, "context", None), getattr(exc, "problem", None)) if p)
+        raise ConfigError(f"{where}: not valid YAML: {' '.join((what or str(exc)).split())}") from None
     if data is not None and not isinstance(data, dict):
         raise ConfigError(f"{path}: expected a mapping at the top level, got {type(data).__name__}")
     return data
@@ -71,20 +74,62 @@ def shown_env_name(value: str | None) -> str:
     return "(a value that is not shown: it does not look like a variable name, and may be a key)"
 
 
+SHOWN_ERRORS = 3
+"""Most errors one message spells out (the rest are counted)."""
+SHOWN_VALUE_CHARS = 80
+"""Longest echo of a value given, cut with ``…``."""
+_KEY_FIRST = re.compile(r"^([A-Za-z_][\w]*(?:\.[A-Za-z_][\w]*)*): (.*)$", re.DOTALL)
+
+
 def describe_validation_error(exc: ValidationError, source: str, *, prefix: str = "") -> str:
-    """One message for every error of a pydantic validation: each as ``dotted.key: what is wrong (got value)``,
-    after ``source`` (a file name, ``with_params``); ``prefix`` goes before every key (a section validated on its
-    own, e.g. ``server.``); an ``api_key_env`` value is never echoed."""
+    """One line for a pydantic validation: ``source: invalid config: dotted.key: what is wrong (got value)``, after
+    ``source`` (a file name, ``with_params``); ``prefix`` goes before every key (a section validated on its own,
+    e.g. ``server.``).
+
+    At most :data:`SHOWN_ERRORS` errors are spelled out and the others counted; a value is echoed in at most
+    :data:`SHOWN_VALUE_CHARS` characters; a whole section is never echoed — a check across fields (a model
+    validator, whose input is the section) names its field first (``"retrieval.weights: at least one …"``), and
+    that name becomes the key; an ``api_key_env`` value is never echoed.
+
+    Examples:
+        >>> from pydantic import BaseModel, Field
+        >>> class Box(BaseModel):
+        ...     size: int = Field(1, ge=1)
+        >>> try:
+        ...     Box.model_validate({"size": -1})
+        ... except ValidationError as exc:
+        ...     print(describe_validation_error(exc, "box.yaml"))
+        box.yaml: invalid config: size: Input should be greater than or equal to 1 (got -1)
+    """
     parts = []
-    for err in exc.errors():
-        loc = (prefix + ".".join(str(p) for p in err["loc"])).rstrip(".") or "<root>"
+    errors = exc.errors()
+    for err in errors[:SHOWN_ERRORS]:
+        loc = (prefix + ".".join(str(p) for p in err["loc"])).rstrip(".")
+        msg = " ".join(err["msg"].removeprefix("Value error, ").split())  # one line, whatever a validator wrote
+        given = err.get("input")
+        whole = isinstance(given, (Mapping, BaseModel))  # the section itself: a check across its fields
+        named = _KEY_FIRST.match(msg) if whole else None
+        if named:  # the field the check names, relative to the section unless it is spelled out whole
+            key, msg = named.group(1), named.group(2)
+            loc = key if not loc or key.startswith(f"{loc}.") else f"{loc}.{key}"
+        loc = loc or "<root>"
         if err["type"] == "extra_forbidden":
             parts.append(f"{loc}: unknown config key")
         elif loc.endswith("api_key_env"):  # never echo what may be a secret
-            parts.append(f"{loc}: {err['msg'].removeprefix('Value error, ')} (the value given is not shown)")
+            parts.append(f"{loc}: {msg} (the value given is not shown)")
+        elif whole:
+            parts.append(f"{loc}: {msg}")
         else:
-            parts.append(f"{loc}: {err['msg']} (got {err.get('input')!r})")
+            parts.append(f"{loc}: {msg} (got {_shown(given)})")
+    if len(errors) > SHOWN_ERRORS:
+        parts.append(f"and {len(errors) - SHOWN_ERRORS} more error(s)")
     return f"{source}: invalid config: " + "; ".join(parts)
+
+
+def _shown(value: Any) -> str:
+    """``repr(value)`` on one line, cut to :data:`SHOWN_VALUE_CHARS` characters."""
+    text = " ".join(repr(value).split())
+    return text if len(text) <= SHOWN_VALUE_CHARS else text[:SHOWN_VALUE_CHARS - 1] + "…"
 
 
 def plain(value: Any) -> Any:

@@ -16,9 +16,9 @@ A replay is one run (:func:`log_replay`): params are the hindsight config as the
 episodes) and ``replay.*`` (systems, top_k, token_budget, limit, seed); metrics are ``<system>.<metric>`` with
 ``@`` spelled ``_at_`` (``hindsight.ndcg_at_5``; MLflow names cannot hold ``@``), the bootstrap intervals as
 ``<system>.<metric>.ci_low`` / ``.ci_high`` and the randomization tests as ``<system>.<metric>.p_vs_hindsight``;
-artifacts are the saved report (``metrics.json``, ``episodes.csv``, the plots) and ``config.yaml``. Several named
-hindsight configs in one replay: the ``hindsight`` one (the default) gives the params, every named one is attached
-as ``configs/<name>.yaml`` and listed in the ``replay.configs`` param.
+artifacts are the saved report (``report.html``, ``metrics.json``, ``episodes.csv``, the plots) and
+``config.yaml``. Several named hindsight configs in one replay: the ``hindsight`` one (the default) gives the
+params, every named one is attached as ``configs/<name>.yaml`` and listed in the ``replay.configs`` param.
 
 Examples:
     >>> from hindsight_lab.tracking import metric_key

@@ -30,8 +30,9 @@ def add_parser(sub: Any) -> None:
                         help="the text the dense and bm25 baselines index (default: request_tools; "
                         "summary for LoCoMo's conversation turns)")
     replay.add_argument("--out", type=out_folder,
-                        help="folder for metrics.json, episodes.csv and the plots, written at the end; "
-                        "meanwhile it holds the resume journal (.replay-journal)")
+                        help="folder for report.html (tables and plots in one file that opens offline), "
+                        "metrics.json, episodes.csv and the plots, written at the end; meanwhile it holds the resume "
+                        "journal (.replay-journal)")
     replay.add_argument("--resume", action="store_true",
                         help="continue the killed replay whose --out DIR this is (same arguments; no journal there: "
                         "start from scratch)")
@@ -92,13 +93,10 @@ def skipped_note(dataset: dict) -> str:
     return f"skipped {skipped['lines']} invalid line{'s' * (skipped['lines'] != 1)} ({reasons})"
 
 
-#: What each judging mode asks, as the table headings say it.
-MODE_QUESTION = {"transfer": "first runs of a task, judged by earlier runs of other tasks of its type",
-                 "outcome": "queries whose task succeeded before, judged by what worked"}
-
-
 def print_replay(report: "ReplayReport") -> None:
     import pandas as pd
+
+    from ..replay.report import MODE_QUESTION
 
     ds = report.metrics["dataset"]
     print(f"{ds['name']} ({ds['format']}): {ds['n_episodes']} episodes, {report.metrics['judging']['queries']} "
@@ -107,7 +105,7 @@ def print_replay(report: "ReplayReport") -> None:
     if skipped_note(ds):
         print(f"read: {skipped_note(ds)}")
     with pd.option_context("display.width", 220, "display.max_columns", 20):
-        print("repeat (queries whose task ran before):")
+        print(f"repeat ({MODE_QUESTION['repeat']}):")
         print(report.table().to_string())
         if line := group_line(report, "repeat"):
             print(line)
@@ -144,9 +142,7 @@ def group_line(report: "ReplayReport", mode: str, metrics: tuple[str, ...] = ("n
     """How general hindsight's margin is (:meth:`ReplayReport.group_table`): group by group, against the best of
     the mode's baselines (:data:`~hindsight_lab.replay.report.RIVALS`) that were replayed, its mean, range and the
     groups it leads and trails; "" without them."""
-    from ..replay.report import RIVALS
-
-    baselines = [s for s in RIVALS[mode] if s in report.systems]
+    baselines = report.rivals(mode)
     if "hindsight" not in report.systems or not baselines:
         return ""
     parts = []

@@ -1,8 +1,10 @@
 """Judging a replay and reporting it: one set of judgements for every system, metrics with bootstrap intervals and
-paired randomization tests against ``hindsight``, a per-episode DataFrame, plots, and ``save(dir)``."""
+paired randomization tests against ``hindsight``, a per-episode DataFrame, plots, one HTML page of it all, and
+``save(dir)``."""
 
 from __future__ import annotations
 
+import io
 import json
 import math
 from dataclasses import dataclass, field
@@ -30,8 +32,12 @@ EMPTY_QUERY_SET = ("the replay has an empty query set: no episode has an earlier
 #: careful user would keep only what worked there (the better of all four is the one to beat).
 RIVALS: dict[str, tuple[str, ...]] = {"repeat": ("dense", "bm25"), "transfer": ("dense", "bm25"),
                                       "outcome": ("dense", "bm25", "dense+ok", "bm25+ok")}
-#: The files :meth:`ReplayReport.save` writes.
-REPORT_FILES: tuple[str, ...] = ("metrics.json", "episodes.csv", *(f"{p}.png" for p in PLOTS))
+#: What each judging mode asks, as the tables' headings say it.
+MODE_QUESTION: dict[str, str] = {"repeat": "queries whose task ran before",
+                                 "transfer": "first runs of a task, judged by earlier runs of other tasks of its type",
+                                 "outcome": "queries whose task succeeded before, judged by what worked"}
+#: The files :meth:`ReplayReport.save` writes (``report.html`` holds the others' tables and plots in one page).
+REPORT_FILES: tuple[str, ...] = ("report.html", "metrics.json", "episodes.csv", *(f"{p}.png" for p in PLOTS))
 
 
 @dataclass
@@ -88,6 +94,10 @@ class ReplayReport:
                 row[f"p({metrics[0]} vs hindsight)"] = round(p, 4)
             rows[name] = row
         return pd.DataFrame.from_dict(rows, orient="index")
+
+    def rivals(self, mode: str) -> list[str]:
+        """The baselines hindsight is compared with in ``mode`` (:data:`RIVALS`) that this replay ran."""
+        return [s for s in RIVALS[mode] if s in self.systems]
 
     def group_table(self, metric: str = "ndcg@5", mode: str = "repeat", reference: str = "hindsight",
                     baselines: Sequence[str] = ("dense", "bm25")) -> "pd.DataFrame":
@@ -168,22 +178,47 @@ class ReplayReport:
         ax.set(xlabel="episode", ylabel=f"success, rolling mean of {window}", title="recorded success trend")
         return ax
 
-    def save(self, folder: str | Path) -> Path:
-        """Write ``metrics.json``, ``episodes.csv`` (the ``repeat`` queries; ``episodes_<mode>.csv`` for every other
-        judging mode with queries) and the four plots as PNG files."""
+    def pictures(self) -> dict[str, bytes]:
+        """The four plots as PNG bytes, by name (:data:`PLOTS`)."""
         from matplotlib.figure import Figure  # no pyplot: a notebook's backend and figures stay as they are
 
+        out = {}
+        for name in PLOTS:
+            fig = Figure(figsize=(8, 4))
+            getattr(self, f"plot_{name}")(ax=fig.subplots())
+            fig.tight_layout()
+            buffer = io.BytesIO()
+            fig.savefig(buffer, format="png", dpi=110)
+            out[name] = buffer.getvalue()
+        return out
+
+    def html(self, pictures: Mapping[str, bytes] | None = None) -> str:
+        """The report as one HTML page that opens offline (``report.html``): the dataset, every judging mode's
+        table with its intervals, the margins group by group, the per-source table, reflection and promotions, the
+        lift, the rule ceiling and the power where the replay has them, timing, and the plots embedded
+        (``pictures``, default :meth:`pictures`)."""
+        from ..report.html import replay_page
+
+        groups = {mode: (rivals, self.group_table("ndcg@5", mode, baselines=rivals)) for mode in self.modes()
+                  if "hindsight" in self.systems and (rivals := self.rivals(mode))}
+        return replay_page(self.metrics, tables={mode: self.table(mode=mode) for mode in self.modes()},
+                           questions=MODE_QUESTION, groups=groups, sources=self.source_table(),
+                           pictures=self.pictures() if pictures is None else pictures)
+
+    def save(self, folder: str | Path) -> Path:
+        """Write ``metrics.json``, ``episodes.csv`` (the ``repeat`` queries; ``episodes_<mode>.csv`` for every other
+        judging mode with queries), the four plots as PNG files and ``report.html`` (:meth:`html`), which holds
+        the tables and the plots in one file."""
         folder = Path(folder)
         folder.mkdir(parents=True, exist_ok=True)
         (folder / "metrics.json").write_text(json.dumps(self.metrics, indent=2, default=str), encoding="utf-8")
         self.per_episode.to_csv(folder / "episodes.csv", index=False)
         for mode, frame in self.mode_episodes.items():
             frame.to_csv(folder / f"episodes_{mode}.csv", index=False)
-        for name in PLOTS:
-            fig = Figure(figsize=(8, 4))
-            getattr(self, f"plot_{name}")(ax=fig.subplots())
-            fig.tight_layout()
-            fig.savefig(folder / f"{name}.png", dpi=110)
+        pictures = self.pictures()
+        for name, png in pictures.items():
+            (folder / f"{name}.png").write_bytes(png)
+        (folder / "report.html").write_text(self.html(pictures), encoding="utf-8")
         return folder
 
 

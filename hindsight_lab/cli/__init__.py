@@ -17,17 +17,20 @@ from typing import Sequence
 from .. import __version__
 from ..errors import HindsightLabError, NothingToDo
 from . import bench, conflicts, datasets, demo, live, memories, reembed, reflect, replay, serve, sweep
+from .args import Parser, examples
 
 DESCRIPTION = "``hindsight-lab``: the command line. Each subcommand is a thin layer over the library."
 EXIT_CODES = """exit codes: 0 done; 2 invalid input, configuration or usage (the message names the file, line and
 field); 3 nothing to do (no episode left after skipping invalid lines, or a replay with an empty query set);
 130 interrupted."""
+FIRST_STEPS = examples("hindsight-lab demo", "hindsight-lab replay tau-bench-airline-sample --out reports/tau",
+                       "hindsight-lab serve --store memory-store", "hindsight-lab datasets list")
 # The order of ``hindsight-lab --help``.
 COMMAND_GROUPS = (demo, reflect, replay, live, reembed, sweep, datasets, bench, serve, conflicts, memories)
 
 
 def _build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="hindsight-lab", description=DESCRIPTION, epilog=EXIT_CODES)
+    parser = Parser(prog="hindsight-lab", description=DESCRIPTION, epilog=f"{EXIT_CODES}\n\n{FIRST_STEPS}")
     parser.add_argument("--version", action="version", version=f"hindsight-lab {__version__}")
     sub = parser.add_subparsers(dest="command", required=True)
     for group in COMMAND_GROUPS:

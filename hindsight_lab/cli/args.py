@@ -1,5 +1,7 @@
-"""What the command-line subcommands share: the config from ``--config FILE`` and ``--set KEY=VALUE``, and the store
-named by ``--store PATH|URL`` — each option defined here once, each command choosing its help text and place.
+"""What the command-line subcommands share: the config from ``--config FILE`` and ``--set KEY=VALUE``, the store
+named by ``--store PATH|URL`` and the output named by ``--out`` — each option defined here once, each command choosing
+its help text and place; the argument types that refuse a bad value while parsing; the help layout, whose epilog
+ends with examples (:func:`examples`).
 
 Examples:
     >>> import argparse
@@ -14,15 +16,48 @@ Examples:
 from __future__ import annotations
 
 import argparse
+import textwrap
+from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
 from ..config import LabConfig
-from ..errors import HindsightLabError
+from ..errors import ConfigError, HindsightLabError
 
 CONFIG_HELP = "LabConfig YAML file"
 SET_HELP = "dotted config override (repeatable)"
 STORE_HELP = "folder of an embedded store, a Chroma server URL, or a Postgres URL (postgresql://…, postgresql+embedded:///FOLDER)"
+
+
+class HelpFormatter(argparse.HelpFormatter):
+    """argparse's layout, except that a paragraph of a description or epilog with an indented line (an example
+    command, a list) is kept as written; the other paragraphs are wrapped as usual."""
+
+    def _fill_text(self, text: str, width: int, indent: str) -> str:
+        paragraphs = textwrap.dedent(text).strip("\n").split("\n\n")
+        return "\n\n".join(
+            "\n".join(indent + line for line in p.splitlines()) if any(line[:1] == " " for line in p.splitlines())
+            else textwrap.fill(" ".join(p.split()), width, initial_indent=indent, subsequent_indent=indent)
+            for p in paragraphs)
+
+
+class Parser(argparse.ArgumentParser):
+    """The CLI's parser: :class:`HelpFormatter` unless told otherwise; its subparsers are of this class too."""
+
+    def __init__(self, *args: Any, formatter_class: Any = HelpFormatter, **kwargs: Any) -> None:
+        super().__init__(*args, formatter_class=formatter_class, **kwargs)
+
+
+def examples(*commands: str) -> str:
+    """The epilog of a command's ``--help``: ``Examples:`` and one indented command a line (each starts with
+    ``hindsight-lab`` and parses; ``tests/test_first_hour.py`` checks both)."""
+    return ("Example:" if len(commands) == 1 else "Examples:") + "".join(f"\n  {c}" for c in commands)
+
+
+def add_alias(parser: Any, *flags: str, dest: str, **kwargs: Any) -> None:
+    """An old spelling of an option (``--limit-tasks`` for ``--limit``): accepted, stored in the same ``dest``, not
+    shown in ``--help``."""
+    parser.add_argument(*flags, dest=dest, help=argparse.SUPPRESS, **kwargs)
 
 
 def add_set(parser: Any, help: str = SET_HELP) -> None:
@@ -32,7 +67,7 @@ def add_set(parser: Any, help: str = SET_HELP) -> None:
 
 def add_config(parser: Any, help: str = CONFIG_HELP, *, required: bool = False, overrides: bool = True) -> None:
     """``--config FILE`` and, unless ``overrides=False``, ``--set`` right after it."""
-    parser.add_argument("--config", required=required, help=help)
+    parser.add_argument("--config", required=required, help=help, type=config_file)
     if overrides:
         add_set(parser)
 
@@ -110,11 +145,101 @@ def system_names(text: str) -> list[str]:
     return names
 
 
+def whole_numbers(text: str) -> list[int]:
+    """``--seeds``: comma-separated whole numbers (``0,1,2``)."""
+    try:
+        numbers = [int(s) for s in text.split(",") if s.strip()]
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected comma-separated whole numbers, e.g. 0,1,2 (got "
+                                         f"{text[:80]!r})") from None
+    if not numbers:
+        raise argparse.ArgumentTypeError("expected one or more whole numbers, e.g. 0,1,2")
+    return numbers
+
+
+def sizes(text: str) -> list[int]:
+    """``--sizes``: comma-separated sizes, each 1 or more (``10000,100000``)."""
+    numbers = whole_numbers(text)
+    if min(numbers) < 1:
+        raise argparse.ArgumentTypeError(f"expected sizes of 1 or more (got {min(numbers)})")
+    return numbers
+
+
+def port_number(text: str) -> int:
+    """``--port``: 0 (any free port) to 65535."""
+    value = non_negative_int(text)
+    if value > 65535:
+        raise argparse.ArgumentTypeError(f"expected a port from 0 to 65535 (got {value})")
+    return value
+
+
+def positive_seconds(text: str) -> float:
+    """A timeout such as ``--timeout``: seconds, more than 0."""
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected seconds, e.g. 30 (got {text[:80]!r})") from None
+    if not value > 0:
+        raise argparse.ArgumentTypeError(f"expected more than 0 seconds (got {text})")
+    return value
+
+
+def iso_time(text: str) -> datetime:
+    """``--now``: an ISO-8601 time, as an aware datetime (a naive one is UTC)."""
+    try:
+        when = datetime.fromisoformat(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected an ISO-8601 time, e.g. 2026-03-01T09:00:00+00:00 (got "
+                                         f"{text[:80]!r})") from None
+    return when if when.tzinfo else when.replace(tzinfo=timezone.utc)
+
+
+def config_file(text: str) -> str:
+    """``--config``: a file that is there (its content is checked when it is loaded, still before any model)."""
+    path = Path(text)
+    if path.is_dir():
+        raise argparse.ArgumentTypeError(f"{text} is a folder; expected a LabConfig YAML file")
+    if not path.exists():
+        raise argparse.ArgumentTypeError(f"{text}: no such file")
+    return text
+
+
 def load_config(args: argparse.Namespace) -> LabConfig:
-    """``--config`` (default ``LabConfig()``) with every ``--set`` override applied (values parsed as YAML)."""
+    """``--config`` (default ``LabConfig()``) with every ``--set`` override applied (values parsed as YAML).
+
+    Raises:
+        ConfigError: the file or an override is invalid, in one line naming the field (and the file, or
+            ``--set``).
+    """
     cfg = LabConfig.from_yaml(args.config) if getattr(args, "config", None) else LabConfig()
     overrides = set_overrides(args)
-    return cfg.with_params(overrides) if overrides else cfg
+    if not overrides:
+        return cfg
+    try:
+        return cfg.with_params(overrides)
+    except ConfigError as exc:
+        raise set_error(exc) from None
+
+
+def load_served_config(args: argparse.Namespace) -> tuple[LabConfig, Any]:
+    """:func:`load_config` of a served config file (``serve``, ``bench --mcp``): ``--config`` (default: the packaged
+    default) with its ``server:`` section, and the ``--set`` overrides, ``server.<key>`` ones included; returns the
+    :class:`LabConfig` and the :class:`~hindsight_lab.server.config.ServerConfig`."""
+    from ..server.config import load_served
+
+    served = load_served(args.config)
+    overrides = set_overrides(args)
+    if not overrides:
+        return served
+    try:  # the file loaded alone above: an error here is one of the overrides
+        return load_served(args.config, overrides)
+    except ConfigError as exc:
+        raise set_error(exc) from None
+
+
+def set_error(exc: ConfigError) -> ConfigError:
+    """An error of the ``--set`` overrides, named by the flag (the library names its source ``with_params``)."""
+    return ConfigError(f"--set: {str(exc).removeprefix('with_params: ')}")
 
 
 def set_overrides(args: argparse.Namespace) -> dict[str, Any]:

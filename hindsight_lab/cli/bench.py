@@ -11,12 +11,18 @@ from typing import Any
 
 from ..bench.sweep import DEFAULT_DATASET as SWEEP_DATASET  # a light module: its imports are inside run_sweep_bench
 from ..errors import ConfigError
-from .args import add_config, add_store, load_config, non_negative_int, out_file, positive_int, set_overrides
+from .args import add_config, add_store, examples, load_served_config, non_negative_int, out_file, positive_int, sizes
 
 
 def add_parser(sub: Any) -> None:
-    parser = sub.add_parser("bench", help="speed and memory benchmark of search and write (prints and writes JSON)")
-    parser.add_argument("--sizes", default="10000,100000", help="store sizes in L2 episodes (default 10000,100000)")
+    parser = sub.add_parser("bench", help="speed and memory benchmark of search and write (prints and writes JSON)",
+                            epilog=examples("hindsight-lab bench --sizes 1000,10000 --queries 50 --out bench.json",
+                                            "hindsight-lab bench --mcp --clients 8 --ops 100 --set "
+                                            "embedder.model=hashing-256",
+                                            "hindsight-lab bench --sweep --sweep-configs 200",
+                                            "hindsight-lab bench --conflicts 200 --out conflicts-bench.json"))
+    parser.add_argument("--sizes", default="10000,100000", type=sizes,
+                        help="store sizes in L2 episodes (default 10000,100000)")
     parser.add_argument("--queries", type=positive_int, default=200, help="distinct query texts (default 200)")
     parser.add_argument("--write-n", type=positive_int, default=2000, help="episodes written for the write comparison")
     parser.add_argument("--model", default="all-MiniLM-L6-v2", help="embedding model (default: the packaged MiniLM)")
@@ -51,7 +57,7 @@ def _mcp_arguments(parser: argparse.ArgumentParser) -> None:
                             "share the wall time the throughput is measured over)")
     add_config(group, "LabConfig YAML the server loads, with an optional server: section (default: the defaults)")
     add_store(group, "store folder or Chroma server URL (default: a temporary folder)")
-    group.add_argument("--seed", type=int, default=0, help="seed of the operation mix and texts")
+    group.add_argument("--seed", type=non_negative_int, default=0, help="seed of the operation mix and texts")
 
 
 def _sweep_arguments(parser: argparse.ArgumentParser) -> None:
@@ -87,11 +93,7 @@ def _write_json(out: dict[str, Any], path: str | None, stem: str) -> Path:
 def _search(args: argparse.Namespace) -> int:
     from ..bench.search import format_table, run_bench
 
-    try:
-        sizes = [int(s) for s in str(args.sizes).split(",") if s.strip()]
-    except ValueError:
-        raise ConfigError(f"--sizes {args.sizes!r}: expected comma-separated integers, e.g. 10000,100000") from None
-    out = run_bench(sizes, queries=args.queries, write_n=args.write_n, model=args.model,
+    out = run_bench(args.sizes, queries=args.queries, write_n=args.write_n, model=args.model,
                     cache_dir=Path(args.cache_dir) if args.cache_dir else None, show_progress=True,
                     postgres_url=args.postgres)
     path = _write_json(out, args.out, "bench")
@@ -103,9 +105,8 @@ def _search(args: argparse.Namespace) -> int:
 def _mcp(args: argparse.Namespace) -> int:
     from ..bench.mcp import format_mcp_table, run_mcp_bench
     from ..server.auth import read_token
-    from ..server.config import load_served
 
-    cfg, settings = load_served(args.config, set_overrides(args))
+    cfg, settings = load_served_config(args)
     if args.compare:
         from ..bench.mcp import format_mcp_comparison, run_mcp_comparison
 

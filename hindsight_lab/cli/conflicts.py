@@ -10,31 +10,38 @@
 from __future__ import annotations
 
 import argparse
-from datetime import datetime, timezone
 from typing import Any
 
 from ..errors import ConfigError
-from .args import add_config, add_store, existing_store, load_config, out_file
+from .args import add_config, add_store, examples, existing_store, iso_time, load_config, out_file
 
 _MAX_ROWS = 40
 
 
 def add_parser(sub: Any) -> None:
     """Register ``maintain`` and ``conflicts`` on the CLI's subparsers."""
-    m = sub.add_parser("maintain", help="decay, archive and the conflict pass on a store; prints the report")
+    m = sub.add_parser("maintain", help="decay, archive and the conflict pass on a store; prints the report",
+                       epilog=examples("hindsight-lab maintain --store memory-store",
+                                       "hindsight-lab maintain --store memory-store --now 2024-01-02 --out "
+                                       "maintenance.csv"))
     add_store(m, required=True)
-    m.add_argument("--now", help="ISO-8601 time of the maintenance clock (default: now; naive times are UTC)")
+    m.add_argument("--now", type=iso_time,
+                   help="ISO-8601 time of the maintenance clock (default: now; naive times are UTC)")
     m.add_argument("--out", type=out_file, help="also write the report as CSV")
     add_config(m)
     m.set_defaults(func=run_maintain)
 
     c = sub.add_parser("conflicts", help="clusters and contradicting rules of a store (read-only), or judge "
-                       "labelled rule pairs (--pairs)")
+                       "labelled rule pairs (--pairs)",
+                       epilog=examples(
+                           "hindsight-lab conflicts --store memory-store --png conflicts.png --out pairs.csv",
+                           "hindsight-lab conflicts --pairs conflict-pairs-sample --predictions pred.jsonl"))
     where = c.add_mutually_exclusive_group(required=True)
     add_store(where)
     where.add_argument("--pairs", help="JSONL of labelled pairs {id, task_type, rule_a, rule_b, conflict, kind}, or "
                        "a registered pairs dataset (conflict-pairs-dev, conflict-pairs-sample)")
-    c.add_argument("--predictions", help="with --pairs: write one JSON line per pair (label, verdict, reason)")
+    c.add_argument("--predictions", type=out_file,
+                   help="with --pairs: write one JSON line per pair (label, verdict, reason)")
     c.add_argument("--png", type=out_file, help="with --store: write a 2-D projection of clusters and flagged pairs")
     c.add_argument("--all", action="store_true", help="with --store: list every compared pair, not only conflicts")
     c.add_argument("--out", type=out_file, help="with --store: write the compared pairs as CSV")
@@ -59,17 +66,6 @@ def _config(args: argparse.Namespace, *, store: bool = True) -> Any:
     return cfg.with_params(over) if over else cfg
 
 
-def parse_now(text: str | None) -> datetime | None:
-    """``--now`` as an aware datetime (naive means UTC)."""
-    if not text:
-        return None
-    try:
-        when = datetime.fromisoformat(text)
-    except ValueError:
-        raise ConfigError(f"--now {text!r}: expected an ISO-8601 time, e.g. 2026-03-01T09:00:00+00:00") from None
-    return when if when.tzinfo else when.replace(tzinfo=timezone.utc)
-
-
 def _show(frame: Any, **kw: Any) -> str:
     import pandas as pd
 
@@ -82,7 +78,7 @@ def run_maintain(args: argparse.Namespace) -> int:
 
     cfg = _config(args)
     with MemorySystem(cfg) as mem:
-        report = mem.maintain(parse_now(args.now))
+        report = mem.maintain(args.now)
         stats = mem.stats()
     frame = report.to_frame()
     print(f"maintenance at {report.now.isoformat()}: {len(report.archived)} archived, {len(report.decayed)} "

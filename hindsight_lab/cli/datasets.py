@@ -5,22 +5,33 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
+from .args import examples, positive_seconds
+
 
 def add_parser(sub: Any) -> None:
     data = sub.add_parser("datasets", help="the registered datasets: list them, fetch them, print their paths",
                           description="Registered datasets: development splits of public recorded traces "
-                          "(fetched into $HINDSIGHT_LAB_HOME/datasets) and the samples committed with the project.")
+                          "(fetched into $HINDSIGHT_LAB_HOME/datasets) and the samples committed with the project.",
+                          epilog=examples("hindsight-lab datasets list",
+                                          "hindsight-lab datasets fetch tau-bench-airline-dev",
+                                          "hindsight-lab datasets path tau-bench-airline-sample"))
     data_sub = data.add_subparsers(dest="action", required=True)
-    listing = data_sub.add_parser("list", help="every dataset: source, licence, split rule, size, sha256, where")
+    listing = data_sub.add_parser("list", help="every dataset: source, licence, split rule, size, sha256, where",
+                                  epilog=examples("hindsight-lab datasets list", "hindsight-lab datasets list --json"))
     listing.add_argument("--json", action="store_true", help="print JSON records")
-    fetching = data_sub.add_parser("fetch", help="download the source, derive the split, verify its sha256, store it")
+    fetching = data_sub.add_parser("fetch", help="download the source, derive the split, verify its sha256, store it",
+                                   epilog=examples("hindsight-lab datasets fetch tau-bench-airline-dev locomo-dev",
+                                                   "hindsight-lab datasets fetch tau-bench-airline-dev --from "
+                                                   "/mnt/mirror"))
     fetching.add_argument("names", nargs="+", help="dataset or group names")
     fetching.add_argument("--from", dest="source_dir", metavar="DIR",
                           help="take the files from this folder (a mirror, a copy of the data), not the network")
     fetching.add_argument("--url", help="download from this URL instead of the registered source (one dataset)")
     fetching.add_argument("--force", action="store_true", help="fetch again even when a verified copy is there")
-    fetching.add_argument("--timeout", type=float, default=60.0, help="network timeout in seconds (default 60)")
-    path = data_sub.add_parser("path", help="print the local file(s) of datasets (exit 2 when one is not here)")
+    fetching.add_argument("--timeout", type=positive_seconds, default=60.0,
+                          help="network timeout in seconds (default 60)")
+    path = data_sub.add_parser("path", help="print the local file(s) of datasets (exit 2 when one is not here)",
+                               epilog=examples("hindsight-lab datasets path tau-bench-airline-sample"))
     path.add_argument("names", nargs="+", help="dataset or group names")
     data.set_defaults(func=run)
 

@@ -9,11 +9,13 @@ from typing import Any
 
 from .. import __version__
 from ..errors import HindsightLabError
-from .args import add_config, add_store, load_config
+from .args import add_config, add_store, examples, load_config
 
 
 def add_parser(sub: Any) -> None:
-    demo = sub.add_parser("demo", help="offline end-to-end demo on the embedded defaults")
+    demo = sub.add_parser("demo", help="offline end-to-end demo on the embedded defaults",
+                          epilog=examples("hindsight-lab demo",
+                                          "hindsight-lab demo --store demo-store --set retrieval.top_k=10"))
     add_store(demo, "folder for the embedded Chroma store (default: a temporary folder)")
     add_config(demo)
     demo.set_defaults(func=run)

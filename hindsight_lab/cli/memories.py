@@ -7,8 +7,8 @@ import argparse
 import json
 from typing import TYPE_CHECKING, Any
 
-from ..errors import MemoryNotFound
-from .args import add_config, add_store, existing_store, load_config, non_negative_int, out_file, store_params
+from ..errors import ConfigError, MemoryNotFound
+from .args import add_config, add_store, examples, existing_store, load_config, non_negative_int, out_file, store_params
 
 if TYPE_CHECKING:
     from ..memory import MemorySystem
@@ -16,31 +16,47 @@ if TYPE_CHECKING:
 
 def add_parser(sub: Any) -> None:
     """Register ``memories`` (list, show, delete, export, import) and ``inspect`` on the CLI's subparsers."""
-    mem_p = sub.add_parser("memories", help="list, show, delete, export or import the memories of a store")
+    mem_p = sub.add_parser("memories", help="list, show, delete, export or import the memories of a store",
+                           epilog=examples("hindsight-lab memories list --store memory-store --kind rule",
+                                           "hindsight-lab memories export --store memory-store --out backup.jsonl",
+                                           "hindsight-lab memories import backup.jsonl --store new-store"))
     ops = mem_p.add_subparsers(dest="op", required=True)
-    lst = ops.add_parser("list", help="records as a table, filtered")
+    lst = ops.add_parser("list", help="records as a table, filtered",
+                         epilog=examples("hindsight-lab memories list --store memory-store --layer L3",
+                                         "hindsight-lab memories list --store memory-store --archived all --limit 20"))
     lst.add_argument("--layer", choices=["L2", "L3"])
     lst.add_argument("--kind", choices=["episode", "candidate", "rule"])
     lst.add_argument("--task-type")
     lst.add_argument("--archived", choices=["active", "archived", "all"], default="active")
     lst.add_argument("--limit", type=non_negative_int)
-    show = ops.add_parser("show", help="one record in full (JSON)")
+    show = ops.add_parser("show", help="one record in full (JSON)",
+                          epilog=examples("hindsight-lab memories show MEMORY_ID --store memory-store"))
     show.add_argument("id")
-    delete = ops.add_parser("delete", help="delete records by id (archived ones too)")
+    delete = ops.add_parser("delete", help="delete records by id (archived ones too)",
+                            epilog=examples("hindsight-lab memories delete MEMORY_ID OTHER_ID --store memory-store"))
     delete.add_argument("ids", nargs="+")
-    exp = ops.add_parser("export", help="write every record (and its vector) to a JSONL file")
-    exp.add_argument("file", type=out_file)
+    exp = ops.add_parser("export", help="write every record (and its vector) to a JSONL file",
+                         epilog=examples("hindsight-lab memories export --store memory-store --out backup.jsonl",
+                                         "hindsight-lab memories export --store memory-store --out small.jsonl "
+                                         "--no-archived --no-embeddings"))
+    exp.add_argument("--out", type=out_file, help="the JSONL file to write (required)")
+    exp.add_argument("file", nargs="?", type=out_file, help=argparse.SUPPRESS)  # its place until issue 51
     exp.add_argument("--no-archived", action="store_true", help="leave archived records out")
     exp.add_argument("--no-embeddings", action="store_true", help="leave vectors out (the target re-embeds)")
-    imp = ops.add_parser("import", help="import a JSONL export (validated whole first; re-embeds for another model)")
-    imp.add_argument("file")
+    imp = ops.add_parser("import", help="import a JSONL export (validated whole first; re-embeds for another model)",
+                         epilog=examples("hindsight-lab memories import backup.jsonl --store new-store",
+                                         "hindsight-lab memories import backup.jsonl --store memory-store "
+                                         "--skip-existing"))
+    imp.add_argument("file", help="a JSONL file written by memories export")
     how = imp.add_mutually_exclusive_group()
     how.add_argument("--skip-existing", action="store_true", help="skip ids the target already holds")
     how.add_argument("--replace-existing", action="store_true", help="replace ids the target already holds")
     for p in (lst, show, delete, exp, imp):
         _store_args(p)
     mem_p.set_defaults(func=run_memories)
-    ins = sub.add_parser("inspect", help="provenance, retrievals, outcomes, feedback and conflict links of a memory")
+    ins = sub.add_parser("inspect", help="provenance, retrievals, outcomes, feedback and conflict links of a memory",
+                         epilog=examples("hindsight-lab inspect MEMORY_ID --store memory-store",
+                                         "hindsight-lab inspect MEMORY_ID --store memory-store --json"))
     ins.add_argument("memory_id")
     ins.add_argument("--json", action="store_true", help="print the whole inspection as JSON")
     _store_args(ins)
@@ -63,6 +79,8 @@ def _open(args: argparse.Namespace, *, create: bool = False, read_only: bool = F
 def run_memories(args: argparse.Namespace) -> int:
     from ..manage import read_export
 
+    if args.op == "export":
+        args.out = _export_file(args)
     if args.op == "import":
         read_export(args.file)  # a malformed file fails before the target store is even opened
     mem = _open(args, create=args.op == "import", read_only=args.op in ("list", "show", "export"))
@@ -71,6 +89,15 @@ def run_memories(args: argparse.Namespace) -> int:
     finally:
         mem.close()
     return 0
+
+
+def _export_file(args: argparse.Namespace) -> str:
+    """``memories export``'s file: ``--out``, or the positional of before issue 51 — one of them."""
+    if args.out and args.file:
+        raise ConfigError(f"memories export: give the file once, as --out (got --out {args.out} and {args.file})")
+    if not (args.out or args.file):
+        raise ConfigError("the following arguments are required: --out")
+    return args.out or args.file
 
 
 def _list(mem: "MemorySystem", args: argparse.Namespace) -> None:
@@ -105,8 +132,8 @@ def _delete(mem: "MemorySystem", args: argparse.Namespace) -> None:
 def _export(mem: "MemorySystem", args: argparse.Namespace) -> None:
     from ..manage import export_jsonl
 
-    n = export_jsonl(mem, args.file, archived=not args.no_archived, embeddings=not args.no_embeddings)
-    print(f"exported {n} record(s) to {args.file} (embedding model {mem.embedder.name()})")
+    n = export_jsonl(mem, args.out, archived=not args.no_archived, embeddings=not args.no_embeddings)
+    print(f"exported {n} record(s) to {args.out} (embedding model {mem.embedder.name()})")
 
 
 def _import(mem: "MemorySystem", args: argparse.Namespace) -> None:

@@ -5,11 +5,13 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
-from .args import add_config, add_store, existing_store, load_config
+from .args import add_config, add_store, examples, existing_store, load_config
 
 
 def add_parser(sub: Any) -> None:
-    reembed = sub.add_parser("reembed", help="rebuild every vector of a store with the configured embedding model")
+    reembed = sub.add_parser("reembed", help="rebuild every vector of a store with the configured embedding model",
+                             epilog=examples("hindsight-lab reembed --store memory-store --set "
+                                             "embedder.model=sentence-transformers/all-mpnet-base-v2"))
     add_store(reembed, required=True)
     add_config(reembed, "LabConfig YAML file (its embedder.model is the new model)")
     reembed.set_defaults(func=run)

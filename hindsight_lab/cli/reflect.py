@@ -9,12 +9,16 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import NothingToDo
-from .args import add_config, add_store, load_config, non_negative_int, out_file, store_params
+from .args import add_alias, add_config, add_store, examples, load_config, non_negative_int, out_file, store_params
 from .replay import skipped_note
 
 
 def add_parser(sub: Any) -> None:
-    reflect = sub.add_parser("reflect", help="write recorded episodes and reflect where a trigger fires")
+    reflect = sub.add_parser("reflect", help="write recorded episodes and reflect where a trigger fires",
+                             epilog=examples(
+                                 "hindsight-lab reflect tau-bench-airline-sample --limit 5 --out reflections.jsonl",
+                                 "hindsight-lab reflect tau-bench-airline-sample --store memory-store --reflector "
+                                 "litellm --model openai/gpt-4o-mini"))
     reflect.add_argument("traces", nargs="+", help="trace file (JSONL, tau-bench, tau2-bench or Reflexion HotpotQA) "
                          "or registered dataset name; several are read as one history, in the order given")
     reflect.add_argument("--format", default="auto",
@@ -23,7 +27,8 @@ def add_parser(sub: Any) -> None:
     reflect.add_argument("--model", help="LiteLLM model string for --reflector litellm (reflect.llm.model)")
     reflect.add_argument("--api-base", help="OpenAI-compatible server URL for the LiteLLM reflector")
     reflect.add_argument("--skip-invalid", action="store_true", help="skip and count invalid lines (lenient)")
-    reflect.add_argument("--limit-tasks", type=non_negative_int, help="keep the first N tasks (all their trials)")
+    reflect.add_argument("--limit", type=non_negative_int, help="keep the first N whole tasks (all their trials)")
+    add_alias(reflect, "--limit-tasks", dest="limit", type=non_negative_int)  # its name until issue 51
     add_store(reflect, "store folder or Chroma server URL (default: a temporary folder)")
     reflect.add_argument("--out", type=out_file,
                          help="write one JSON line per episode (decision, reflection or rejection)")
@@ -47,7 +52,7 @@ def run(args: argparse.Namespace) -> int:
         overrides["reflect.llm.api_base"] = args.api_base
     cfg = cfg.with_params(overrides) if overrides else cfg
     episodes, info = load_history(resolve(args.traces), format=args.format, strict=not args.skip_invalid,
-                                  limit_tasks=args.limit_tasks)
+                                  limit_tasks=args.limit)
     skipped = skipped_note(info)
     if skipped:
         print(f"read {info['name']}: {len(episodes)} episodes; {skipped}", file=sys.stderr)

@@ -5,14 +5,19 @@ from __future__ import annotations
 import argparse
 from typing import TYPE_CHECKING, Any
 
-from .args import add_config, load_config, non_negative_int, out_folder, positive_int, system_names
+from .args import add_config, examples, load_config, non_negative_int, out_folder, positive_int, system_names
 
 if TYPE_CHECKING:
     from ..replay.report import ReplayReport
 
 
 def add_parser(sub: Any) -> None:
-    replay = sub.add_parser("replay", help="replay recorded traces through memory systems side by side")
+    replay = sub.add_parser("replay", help="replay recorded traces through memory systems side by side",
+                            epilog=examples(
+                                "hindsight-lab replay tau-bench-airline-sample --out reports/tau",
+                                "hindsight-lab replay tau-bench-airline-dev --limit 10 --systems dense,bm25,hindsight "
+                                "--set retrieval.top_k=10",
+                                "hindsight-lab replay tau-bench-airline-sample --explain tau-airline-t1-r1"))
     replay.add_argument("dataset", nargs="+", help="trace file (JSONL, tau-bench, tau2-bench, Reflexion HotpotQA "
                         "log or LoCoMo JSON) or registered dataset name (hindsight-lab datasets list); several are "
                         "replayed as one history, in the order given")
@@ -25,7 +30,8 @@ def add_parser(sub: Any) -> None:
                         help="shared by every system (the largest k reported)")
     replay.add_argument("--limit", type=non_negative_int, help="keep the first N whole tasks (or conversations)")
     replay.add_argument("--skip-invalid", action="store_true", help="skip and count invalid JSONL lines")
-    replay.add_argument("--seed", type=int, default=0, help="seed of the bootstrap and randomization tests")
+    replay.add_argument("--seed", type=non_negative_int, default=0,
+                        help="seed of the bootstrap and randomization tests")
     replay.add_argument("--baseline-key", choices=["instruction", "request_tools", "summary"],
                         help="the text the dense and bm25 baselines index (default: request_tools; "
                         "summary for LoCoMo's conversation turns)")

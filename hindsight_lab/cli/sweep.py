@@ -6,7 +6,8 @@ from __future__ import annotations
 import argparse
 from typing import TYPE_CHECKING, Any
 
-from .args import add_config, add_set, load_config, out_file, positive_int
+from ..errors import ConfigError
+from .args import add_alias, add_config, add_set, examples, load_config, out_file, positive_int
 
 if TYPE_CHECKING:
     from ..sweep import SweepResult
@@ -17,7 +18,9 @@ def add_parser(sub: Any) -> None:
         "sweep", help="MLflow-tracked sweep over config fields (rerank weights first)",
         description="Score many configs on the dev split, cross-validated by task; choose one only when it beats the "
                     "base config by more than the best of N would by luck (else keep the base); score the base, "
-                    "the choice and the baselines once on the test split.")
+                    "the choice and the baselines once on the test split.",
+        epilog=examples("hindsight-lab sweep experiments/rerank_weights_sample.yaml --trials 8 --out tuned.yaml",
+                        "hindsight-lab sweep experiments/rerank_weights.yaml --no-baselines --no-mlflow"))
     sweep.add_argument("spec", help="sweep spec YAML (see experiments/rerank_weights.yaml)")
     sweep.add_argument("--trials", type=positive_int, help="overrides the spec's trial count")
     sweep.add_argument("--top", type=positive_int, default=5, help="how many of the best trials to print")
@@ -39,11 +42,15 @@ def add_parser(sub: Any) -> None:
                        help="keep the live runs in memory only (every run is made again)")
     sweep.set_defaults(func=run_sweep)
 
-    export = sub.add_parser("export", help="write a tuned config for production (behaviour fields + provenance)")
+    export = sub.add_parser("export", help="write a tuned config for production (behaviour fields + provenance)",
+                            epilog=examples("hindsight-lab export --run-id 4f9c2d7e8a1b4c3d --out tuned.yaml",
+                                            "hindsight-lab export --config experiments/configs/default.yaml --set "
+                                            "retrieval.top_k=8 --out my.yaml"))
     source = export.add_mutually_exclusive_group(required=True)
     source.add_argument("--run-id", help="MLflow run of a sweep (its best config) or of one trial")
     add_config(source, overrides=False)
-    export.add_argument("-o", "--output", required=True, type=out_file, help="the YAML file to write")
+    export.add_argument("--out", type=out_file, help="the YAML file to write (required)")
+    add_alias(export, "-o", "--output", dest="out", type=out_file)  # its names until issue 51
     add_set(export)
     export.add_argument("--mlflow-uri", help="tracking URI of --run-id (default: $MLFLOW_TRACKING_URI, else the "
                         "project's store)")
@@ -126,12 +133,14 @@ def run_export(args: argparse.Namespace) -> int:
     from ..config import Provenance
     from ..export import config_from_run, export_config
 
+    if not args.out:  # not required=True: then the old spellings, which fill the same dest, would be refused
+        raise ConfigError("the following arguments are required: --out")
     if args.run_id:
         cfg = config_from_run(args.run_id, tracking_uri=args.mlflow_uri)
     else:
         cfg = load_config(args)
         if cfg.provenance is None:
             cfg = cfg.model_copy(update={"provenance": Provenance(package_version=__version__)})
-    export_config(cfg, args.output)
-    print(f"exported {len(cfg.behaviour_fields())} behaviour fields to {args.output}")
+    export_config(cfg, args.out)
+    print(f"exported {len(cfg.behaviour_fields())} behaviour fields to {args.out}")
     return 0

@@ -102,21 +102,27 @@ def test_python_snippets_named_by_compose_compile(name: str, kind: str, argv: li
     compile(argv[2], f"{name} {kind}", "exec")
 
 
+def _host_path(name: str, container_path: str) -> Path | None:
+    """A path inside the service's container, on this machine through the service's bind mounts (a variable's
+    default substituted), or None when no bind mount holds it."""
+    path = PurePosixPath(re.sub(r"\$\{\w+:-([^}]*)\}", r"\1", container_path))
+    mounts = [v.split(":")[:2] for v in SERVICES[name].get("volumes", []) if v.startswith(("./", "/"))]
+    return next((REPO / src / path.relative_to(dst) for src, dst in mounts if path.is_relative_to(dst)), None)
+
+
 @pytest.mark.parametrize("name", MEMORY_SERVICES)
 def test_memory_service_commands_parse_and_load_configs_in_the_repository(name: str) -> None:
     argv = _argv(name)
     assert argv[0] == "hindsight-lab", argv
-    args = _build_parser().parse_args(argv[1:])  # SystemExit (a failed test) on an unknown subcommand or flag
+    config = argv[argv.index("--config") + 1]
+    host = _host_path(name, config)
+    assert host is not None, f"{name}: --config {config} is under no bind mount of the service"
+    assert host.is_file(), f"{name}: --config {config} is {host}, which is not in the repository"
+    # the command, with the config where this machine sees it, parses with the real command line
+    args = _build_parser().parse_args([str(host) if word == config else word for word in argv[1:]])
     proc = subprocess.run([sys.executable, "-m", "hindsight_lab.cli", args.command, "--help"], capture_output=True,
                           text=True, env=cli_env(), timeout=120)
     assert proc.returncode == 0, proc.stderr
-    # --config is a path in the container: resolve it through the service's bind mounts, the variable's default
-    config = re.sub(r"\$\{\w+:-([^}]*)\}", r"\1", args.config)
-    mounts = [v.split(":")[:2] for v in SERVICES[name].get("volumes", []) if v.startswith(("./", "/"))]
-    host = next((REPO / src / PurePosixPath(config).relative_to(dst)
-                 for src, dst in mounts if PurePosixPath(config).is_relative_to(dst)), None)
-    assert host is not None, f"{name}: --config {config} is under no bind mount of the service"
-    assert host.is_file(), f"{name}: --config {args.config} is {host}, which is not in the repository"
 
 
 def test_mlflow_command_flags_exist_in_the_pinned_mlflow() -> None:

@@ -3,6 +3,8 @@
 - ``cli.md``: every subcommand's usage and help, from the parsers of ``hindsight_lab.cli._build_parser()``.
 - ``reference/config.md``: every ``LabConfig`` field with its default and its docstring (``LabConfig.describe()``).
 - ``<!-- generated: datasets -->`` in a page: the registered datasets and groups (name, what, source, licence).
+- In the API pages, the Sphinx roles the docstrings use (``:class:`~a.b.C` ``) shown as the code they name (``C``),
+  not as a role followed by code.
 
 The same functions serve ``tests/test_docs.py``, which checks that every subcommand and field has its entry.
 """
@@ -15,6 +17,7 @@ import re
 from typing import Any, Iterator
 
 DATASETS_MARKER = "<!-- generated: datasets -->"
+ROLE = re.compile(r":(?:class|func|meth|mod|attr|data|exc|obj|ref):<code>(~?)([^<]+)</code>")
 HELP_WIDTH = "100"
 
 
@@ -99,3 +102,12 @@ def on_files(files: Any, config: Any) -> Any:
 
 def on_page_markdown(markdown: str, page: Any, config: Any, files: Any) -> str:
     return markdown.replace(DATASETS_MARKER, datasets_table()) if DATASETS_MARKER in markdown else markdown
+
+
+def _role(match: re.Match) -> str:
+    name = match[2].lstrip(".")
+    return f"<code>{name.rsplit('.', 1)[-1] if match[1] else name}</code>"
+
+
+def on_page_content(html: str, page: Any, config: Any, files: Any) -> str:
+    return ROLE.sub(_role, html)

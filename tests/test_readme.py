@@ -1,17 +1,23 @@
-"""Every command the README shows runs on a checkout with nothing beside it.
+"""Every command and code block the README and the docs pages show runs on a checkout with nothing beside it.
 
-Each ``hindsight-lab`` command of the README (its bash blocks, and those written inline in the text) parses with the
-real command line and names only what exists. Then the commands are run: each step of STEPS is a subprocess of the
-installed console script, with ``HINDSIGHT_LAB_HOME`` in a temporary folder and a temporary work area as its current
-folder (a copy of ``experiments/``, and where the commands write their files); each step's test checks its exit code
-and what it printed or wrote. README_MAP says, for every README command, which steps run it in its own words
-(placeholders in capitals filled in: ``RUN_ID`` from the sweep, ``MEMORY_ID`` from ``memories list``, …) or, for a
-command that cannot run here — full-size data to download first, minutes of work, a server that runs until stopped,
-an LLM or a file only the user has — why not, the tests that hold the same code path, and its twin on the committed
-samples (the same subcommand on ``X-sample``) where there is one. test_every_readme_command_runs_here_or_says_why
-checks that nothing is left out; OTHER_MAP does the same for the README's other commands (the install, servers,
-Docker). With the full-size data beside the checkout, the README's ``datasets fetch`` and ``datasets path`` also
-run on it.
+The pages are README.md and every Markdown page under docs/ (PAGES). Each ``hindsight-lab`` command of their bash
+blocks, and those written inline in the text, parses with the real command line and names only what exists. Then the
+commands are run: each step of STEPS is a subprocess of the installed console script, with ``HINDSIGHT_LAB_HOME`` in
+a temporary folder and a temporary work area as its current folder (a copy of ``experiments/``, and where the commands
+write their files); each step's test checks its exit code and what it printed or wrote. README_MAP says, for every
+command of the pages, which steps run it in its own words (placeholders in capitals filled in: ``RUN_ID`` from the
+sweep, ``MEMORY_ID`` from ``memories list``, …) or, for a command that cannot run here — full-size data to download
+first, minutes of work, a server that runs until stopped, an LLM or a file only the user has — why not, the tests that
+hold the same code path, and its twin on the committed samples (the same subcommand on ``X-sample``) where there is
+one. test_every_readme_command_runs_here_or_says_why checks that nothing is left out; OTHER_MAP does the same for the
+pages' other commands (the install, servers, Docker). With the full-size data beside the checkout, the README's
+``datasets fetch`` and ``datasets path`` also run on it.
+
+The pages' other code blocks: every Python block compiles, and runs — the blocks of one page in order, in one
+interpreter, in a temporary work area of their own — unless the line before it says ``<!-- docs-check: compile-only:
+WHY -->`` (a server it needs, minutes of work); every YAML block parses (a config section validates as a
+``LabConfig``), every JSON block parses; ``text`` blocks are output or pictures, not code. A block in any other
+language, or none, fails the test.
 """
 
 from __future__ import annotations
@@ -42,13 +48,20 @@ from hindsight_lab.replay.runner import DEFAULT_SYSTEMS
 from support import REPO, SHARED_DATASETS, cli_env, kill_midway, shared_dataset
 
 README = (REPO / "README.md").read_text(encoding="utf-8")
+PAGES: dict[str, str] = {"README.md": README, **{
+    str(path.relative_to(REPO)): path.read_text(encoding="utf-8")
+    for path in sorted((REPO / "docs").glob("**/*.md"))
+    if not {"hooks", "notebooks"} & set(path.relative_to(REPO / "docs").parts[:-1])}}  # docs/notebooks: ../notebooks
+"""Every page whose commands and code blocks are checked: the README and the docs site's Markdown pages."""
+TEXT = "\n\n".join(PAGES.values())
 PROMPT = ".venv/bin/hindsight-lab "
+README_MAX_LINES = 150
 
 
 def _commands() -> list[str]:
-    """Every ``hindsight-lab …`` command of the README's bash blocks (continuations joined, comments dropped)."""
+    """Every ``hindsight-lab …`` command of the pages' bash blocks (continuations joined, comments dropped)."""
     out = []
-    for block in re.findall(r"```bash\n(.*?)```", README, flags=re.DOTALL):
+    for block in re.findall(r"```bash\n(.*?)```", TEXT, flags=re.DOTALL):
         for line in block.replace("\\\n", " ").splitlines():
             line = line.split(" #")[0].strip()
             for part in re.split(r"&&|;", line):
@@ -58,7 +71,7 @@ def _commands() -> list[str]:
     return out
 
 
-COMMANDS = _commands()
+COMMANDS = list(dict.fromkeys(_commands()))  # a command shown on several pages is one command
 PLACEHOLDER = re.compile(r"^[A-Z_<]|\.\.\.|<")
 CAPITALS = re.compile(r"[A-Z][A-Z0-9_]*")
 """A README word in capitals (NAME, KEY, FILE, S, RUN_ID, MEMORY_ID, TRACES) stands for the user's own value."""
@@ -83,7 +96,7 @@ def _same(readme: list[str], run: list[str]) -> bool:
 def _inline_commands() -> list[str]:
     """``hindsight-lab …`` commands written inline in the text, less those that only name a command of a bash
     block (``hindsight-lab replay``, ``hindsight-lab serve --config``)."""
-    text = re.sub(r"```.*?```", "", README, flags=re.DOTALL)
+    text = re.sub(r"```.*?```", "", TEXT, flags=re.DOTALL)
     out = []
     for span in re.findall(r"`hindsight-lab ([^`]+)`", text):
         words = span.split()
@@ -113,6 +126,19 @@ def test_readme_has_commands() -> None:
     first = re.search(r"```bash\n(.*?)```", README, flags=re.DOTALL)
     assert first and "hindsight-lab demo" in first[1] and "pytest" in first[1]  # the two commands open it
     assert len(INLINE) >= 5, INLINE
+    assert {"README.md", "docs/getting-started.md", "docs/operations.md"} <= set(PAGES), sorted(PAGES)
+
+
+def test_readme_is_a_front_door() -> None:
+    # Issue 51: the README had grown to 1,573 lines of measurements; it says what the toolkit is, the two commands,
+    # one example, one generated table and where to read on, and the rest lives in docs/.
+    lines = README.splitlines()
+    assert len(lines) <= README_MAX_LINES, f"README.md has {len(lines)} lines, more than {README_MAX_LINES}"
+    first_screen = "\n".join(lines[:12])
+    assert "pip install -e '.[dev]'" in first_screen and "hindsight-lab demo" in first_screen
+    assert "python -m pytest" in first_screen
+    for page in re.findall(r"\]\((docs/[^)#]+)", README):
+        assert (REPO / page).is_file(), f"README links {page}, which does not exist"
 
 
 @pytest.mark.parametrize("command", COMMANDS)
@@ -391,6 +417,12 @@ def _backed_up(ran: Ran, runs: dict[str, Ran]) -> None:
 JOURNAL = f"reports/tau/{JOURNAL_DIR}/{JOURNAL_FILE}"
 
 
+def _restored(ran: Ran, runs: dict[str, Ran]) -> None:
+    n = len(_jsonl(runs["memories export memory-store.jsonl --store memory-store"].file("memory-store.jsonl")))
+    assert f"imported {n} record(s) from memory-store.jsonl: {n} kept their vectors, 0 re-embedded" in ran.out, ran.out
+    assert (ran.work / "restored-store").is_dir()
+
+
 def _killed(ran: Ran, runs: dict[str, Ran]) -> None:
     held = int(re.fullmatch(r"killed with (\d+) units in the journal", ran.out)[1])
     assert 5 <= held < 20 and ran.file(JOURNAL).count(b"\n") == held + 1  # the header, one line per episode
@@ -440,11 +472,11 @@ CHAINS: list[list[Step]] = [  # longest first (two run at a time)
                   _same_table_as("replay tau2-telecom-cross-sample --no-mlflow"))),
         Step("sweep experiments/rerank_weights_sample.yaml --trials 8 --out tuned.yaml", _sweep,
              writes=("tuned.yaml",), gives=_sweep_ids),
-        Step("export --run-id {RUN_ID} -o tuned.yaml", _export_run, writes=("tuned.yaml",)),
+        Step("export --run-id {RUN_ID} --out tuned.yaml", _export_run, writes=("tuned.yaml",)),
     ],
     [
         Step("demo", _demo),
-        Step("export --config experiments/configs/default.yaml -o my.yaml", _exported, writes=("my.yaml",)),
+        Step("export --config experiments/configs/default.yaml --out my.yaml", _exported, writes=("my.yaml",)),
         Step("demo --config my.yaml --set retrieval.top_k=10", _demo_with_config),
         Step("reflect tau-bench-airline-sample --out reflections.jsonl", _reflections, writes=("reflections.jsonl",)),
         Step("conflicts --pairs conflict-pairs-sample --predictions pred.jsonl", _pairs, writes=("pred.jsonl",)),
@@ -461,6 +493,7 @@ CHAINS: list[list[Step]] = [  # longest first (two run at a time)
         Step("inspect {MEMORY_ID} --store memory-store", _inspected),
         Step("memories show {MEMORY_ID} --store memory-store", _shown),
         Step("memories export memory-store.jsonl --store memory-store", _backed_up, writes=("memory-store.jsonl",)),
+        Step("memories import memory-store.jsonl --store restored-store", _restored),  # docs/operations.md: a restore
         Step("maintain --store memory-store --now 2024-01-02", _maintained),
     ],
 ]
@@ -505,6 +538,30 @@ README_MAP: list[tuple[str, tuple[str, ...] | Instead]] = [
     (r"datasets fetch tau-bench-airline-dev",  # --from DIR: test_readme_dataset_commands_on_the_development_data
      Instead(NETWORK, ("tests/datasets/test_fetch.py", "tests/test_readme.py"),
              ("datasets fetch tau-bench-airline-sample",))),
+    (r"datasets fetch tau-bench-airline-dev --from DIR",  # docs/datasets.md
+     Instead("a folder holding the development data, which an outside user does not have; "
+             "test_readme_dataset_commands_on_the_development_data runs it on ../shared/datasets",
+             ("tests/datasets/test_fetch.py", "tests/test_readme.py"), ("datasets fetch tau-bench-airline-sample",))),
+    (r"datasets fetch NAME",  # docs/results.md: each dataset of the results table
+     Instead(NETWORK, ("tests/datasets/test_fetch.py", "tests/test_readme.py"),
+             ("datasets fetch tau-bench-airline-sample",))),
+    (r"replay NAME --no-mlflow --out experiments/results/NAME",  # docs/results.md: the replays behind the table
+     Instead(SAMPLE_TWIN + "; tests/test_results_table.py regenerates the table from the kept metrics.json",
+             ("tests/test_results_table.py", "tests/replay/test_replay.py"),
+             ("replay tau-bench-airline-sample --no-mlflow", "replay tau-bench-airline-sample --out reports/tau --resume"))),
+    (r"memories import memory-store\.jsonl --store restored-store",
+     _runs("memories import memory-store.jsonl --store restored-store")),
+    (r"reembed --store S --config NEW\.yaml",
+     Instead("the user's own store and a second embedding model; the suite re-embeds a store for another model",
+             ("tests/test_cli.py", "tests/test_manage.py"))),
+    (r"serve --config /app/experiments/configs/default\.yaml --store http://chroma:8000 --transport http "
+     r"--host 0\.0\.0\.0 --port 8765",
+     Instead("the compose memory service's command, inside its container (no Docker engine here); the suite "
+             "parses it, finds its config in the repository and runs its health check against a real server",
+             ("tests/test_compose.py",))),
+    (r"serve --transport http",
+     Instead("a server that runs until stopped; the suite starts one for its HTTP and compose tests",
+             ("tests/server/test_serve_http.py", "tests/test_compose.py"))),
     (r"datasets fetch tau2-telecom-cross-dev",
      Instead(NETWORK, ("tests/datasets/test_fetch.py", "tests/test_readme.py"),
              ("datasets fetch tau2-telecom-cross-sample",))),
@@ -564,7 +621,9 @@ README_MAP: list[tuple[str, tuple[str, ...] | Instead]] = [
      Instead("three full-size dev replays and 11 configs, minutes (its twin: the sample spec)",
              ("tests/sweep/test_sweep.py", "tests/sweep/test_spec.py"),
              ("sweep experiments/rerank_weights_sample.yaml --trials 8 --out tuned.yaml",))),
-    (r"export --run-id RUN_ID -o tuned\.yaml", _runs("export --run-id {RUN_ID} -o tuned.yaml")),
+    (r"export --run-id RUN_ID --out tuned\.yaml", _runs("export --run-id {RUN_ID} --out tuned.yaml")),
+    (r"export --config experiments/configs/default\.yaml --out my\.yaml",
+     _runs("export --config experiments/configs/default.yaml --out my.yaml")),
     (r"live --systems none,dense,hindsight --seeds 0,1,2 \[--config FILE\]",
      Instead("minutes: 3 seeds × 240 tasks of the live environment", ("tests/replay/test_live.py",))),
     (r"lures --seeds 0,1,2 --systems hindsight --config experiments/configs/lure-resistant-intent\.yaml",
@@ -669,9 +728,9 @@ def test_every_readme_command_runs_here_or_says_why() -> None:
 
 
 def _other_commands() -> list[str]:
-    """The README's bash-block commands that are not ``hindsight-lab`` (the install, servers, Docker)."""
+    """The pages' bash-block commands that are not ``hindsight-lab`` (the install, servers, Docker, scripts)."""
     out = []
-    for block in re.findall(r"```bash\n(.*?)```", README, flags=re.DOTALL):
+    for block in re.findall(r"```bash\n(.*?)```", TEXT, flags=re.DOTALL):
         for line in block.replace("\\\n", " ").splitlines():
             for part in line.split(" #")[0].split("&&"):
                 part = " ".join(part.split())
@@ -689,6 +748,12 @@ OTHER_MAP: list[tuple[str, Instead]] = [
     (r"\.venv/bin/chroma run .*", Instead("a server that runs until stopped; the suite starts it for its server tests",
                                          ("tests/conftest.py",))),
     (r"export (HINDSIGHT_MCP_TOKEN|DB_PASSWORD)=.*|(HINDSIGHT_CONFIG=\S+ )?docker compose .*", DOCKER),
+    (r"\.venv/bin/pip install -e '\.\[dev,docs\]'|\.venv/bin/mkdocs build --strict",
+     Instead("the docs site: .ci/run installs the docs extra and builds it with --strict in its full run",
+             (".ci/run", "mkdocs.yml"))),
+    (r"\.venv/bin/python scripts/results_table\.py( --write)?",
+     Instead("the check runs in the suite (--write rewrites the tables the check compares)",
+             ("tests/test_results_table.py",))),
     (r'export PGPASSWORD="\.\.\."',
      Instead("libpq's password variable for a PostgreSQL server the user runs; the suite's own server takes the "
              "password the same way", ("tests/store/test_postgres.py",))),
@@ -783,6 +848,123 @@ def test_readme_step_runs(argv: str, readme_runs: dict[str, Ran]) -> None:
     for name in step.writes:
         ran.file(name)
     step.check(ran, readme_runs)
+
+
+# ------------------------------------------------------------------ the other code blocks
+LANGUAGES = ("bash", "python", "yaml", "json", "text")
+COMPILE_ONLY = re.compile(r"<!-- docs-check: compile-only: (.+?) -->\s*$")
+"""The line before a Python block that is compiled, not run, and why (a server it needs, minutes of work)."""
+
+
+@dataclass(frozen=True)
+class Block:
+    page: str
+    line: int  # of the opening fence, 1-based
+    lang: str
+    code: str
+    compile_only: str | None  # why it is compiled and not run
+
+    @property
+    def id(self) -> str:
+        return f"{self.page}:{self.line}"
+
+
+def _blocks() -> list[Block]:
+    out = []
+    for page, text in PAGES.items():
+        lines = text.splitlines()
+        i = 0
+        while i < len(lines):
+            fence = re.match(r"^(\s*)```(\S*)\s*$", lines[i])
+            if not fence:
+                i += 1
+                continue
+            end = next(j for j in range(i + 1, len(lines)) if lines[j].strip() == "```")
+            indent = len(fence[1])
+            code = "\n".join(line[indent:] for line in lines[i + 1:end]) + "\n"
+            before = COMPILE_ONLY.search(lines[i - 1]) if i else None
+            out.append(Block(page, i + 1, fence[2], code, before[1] if before else None))
+            i = end + 1
+    return out
+
+
+BLOCKS = _blocks()
+PYTHON = [b for b in BLOCKS if b.lang == "python"]
+
+
+def test_every_code_block_is_checked_by_its_language() -> None:
+    for block in BLOCKS:
+        assert block.lang in LANGUAGES, f"{block.id}: a ```{block.lang} block, which no test checks " \
+                                        f"(one of {', '.join(LANGUAGES)})"
+        assert block.compile_only is None or block.lang == "python", f"{block.id}: compile-only on a {block.lang} block"
+    assert len(PYTHON) >= 8 and sum(b.compile_only is None for b in PYTHON) >= 6, [b.id for b in PYTHON]
+
+
+@pytest.mark.parametrize("block", PYTHON, ids=lambda b: b.id)
+def test_python_block_compiles(block: Block) -> None:
+    import ast
+
+    compile(block.code, block.id, "exec", flags=ast.PyCF_ALLOW_TOP_LEVEL_AWAIT)  # `async with` as in a notebook
+
+
+@pytest.mark.parametrize("block", [b for b in BLOCKS if b.lang in ("yaml", "json")], ids=lambda b: b.id)
+def test_yaml_and_json_blocks_parse(block: Block) -> None:
+    from hindsight_lab import LabConfig
+
+    data = yaml.safe_load(block.code) if block.lang == "yaml" else json.loads(block.code)
+    assert isinstance(data, dict) and data, block.id
+    if block.lang == "yaml" and set(data) <= set(LabConfig.model_fields):
+        LabConfig.model_validate(data)  # a config (or a section of one) that LabConfig accepts
+
+
+DRIVER = """
+import json, sys, traceback
+blocks = json.load(open(sys.argv[1]))
+ns, results = {"__name__": "__main__"}, []
+for block in blocks:
+    try:
+        exec(compile(block["code"], block["id"], "exec"), ns)
+        results.append(None)
+    except BaseException:
+        results.append(traceback.format_exc())
+        break  # the page's later blocks build on this one
+json.dump(results, open(sys.argv[2], "w"))
+"""
+
+
+@pytest.fixture(scope="module")
+def python_runs(tmp_path_factory: pytest.TempPathFactory) -> dict[str, str | None]:
+    """Each page's runnable Python blocks, in order in one interpreter, in a work area of the page's own (a copy of
+    ``experiments/``) with its own home folder: ``{block id: None, or the traceback}``; a block after a failed one
+    of its page is missing."""
+    root = tmp_path_factory.mktemp("python-blocks")
+    (root / "driver.py").write_text(DRIVER)
+    pages = {page: [b for b in PYTHON if b.page == page and b.compile_only is None] for page in PAGES}
+
+    def run(page: str, blocks: list[Block]) -> dict[str, str | None]:
+        work = root / re.sub(r"\W", "_", page)
+        shutil.copytree(REPO / "experiments", work / "experiments")
+        (work / "blocks.json").write_text(json.dumps([{"id": b.id, "code": b.code} for b in blocks]))
+        env = cli_env(HINDSIGHT_LAB_HOME=str(work / "home"))
+        env.pop("MLFLOW_TRACKING_URI", None)
+        proc = subprocess.run([sys.executable, str(root / "driver.py"), "blocks.json", "results.json"], cwd=work,
+                              env=env, capture_output=True, text=True, timeout=900)
+        if not (work / "results.json").is_file():
+            return {b.id: f"the interpreter exited {proc.returncode}:\n{proc.stderr[-3000:]}" for b in blocks}
+        return dict(zip((b.id for b in blocks), json.loads((work / "results.json").read_text())))
+
+    out: dict[str, str | None] = {}
+    with ThreadPoolExecutor(max_workers=min(2, os.cpu_count() or 1)) as pool:
+        for done in pool.map(lambda item: run(*item), [(p, bs) for p, bs in pages.items() if bs]):
+            out.update(done)
+    return out
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("block", [b for b in PYTHON if b.compile_only is None], ids=lambda b: b.id)
+def test_python_block_runs(block: Block, python_runs: dict[str, str | None]) -> None:
+    assert block.id in python_runs, f"{block.id} did not run: an earlier block of {block.page} failed"
+    assert python_runs[block.id] is None, f"{block.id} failed:\n{python_runs[block.id]}"
 
 
 def test_readme_dataset_commands_on_the_development_data(tmp_path: Path) -> None:

@@ -16,7 +16,7 @@ from typing import Sequence
 
 from .. import __version__
 from ..errors import HindsightLabError, NothingToDo
-from . import bench, conflicts, datasets, demo, live, memories, reembed, reflect, replay, serve, sweep
+from . import bench, conflicts, datasets, demo, fit, live, memories, reembed, reflect, replay, serve, sweep
 from .args import Parser, examples
 
 DESCRIPTION = "``hindsight-lab``: the command line. Each subcommand is a thin layer over the library."
@@ -26,7 +26,7 @@ field); 3 nothing to do (no episode left after skipping invalid lines, or a repl
 FIRST_STEPS = examples("hindsight-lab demo", "hindsight-lab replay tau-bench-airline-sample --out reports/tau",
                        "hindsight-lab serve --store memory-store", "hindsight-lab datasets list")
 # The order of ``hindsight-lab --help``.
-COMMAND_GROUPS = (demo, reflect, replay, live, reembed, sweep, datasets, bench, serve, conflicts, memories)
+COMMAND_GROUPS = (demo, reflect, replay, live, reembed, sweep, fit, datasets, bench, serve, conflicts, memories)
 
 
 def _build_parser() -> argparse.ArgumentParser:

@@ -84,7 +84,7 @@ class LabConfig(Section):
     @model_validator(mode="after")
     def _some_weight(self) -> "LabConfig":
         w = self.retrieval.weights
-        if w.semantic + w.lexical + w.task_type + w.confidence + w.recency == 0:
+        if not any(getattr(w, name) for name in type(w).model_fields if name != "redundancy"):
             raise ValueError("retrieval.weights: at least one positive term weight is needed")
         return self
 

@@ -19,10 +19,15 @@ class WeightsConfig(Section):
     """w2: BM25 score of the record's matched text for the query, scaled to [0, 1] (``retrieval.lexical_scale``)."""
     task_type: float = Field(0.6, ge=0, json_schema_extra=affects(RECALL))
     """w3: 1 when the record's task_type equals the query's (given or inferred), else 0."""
+    task_type_p: float = Field(0.0, ge=0, json_schema_extra=affects(RECALL))
+    """The graded task-type term: the classifier's probability of each type times its overlap with the record's
+    type (composite types count in part), so a guess weighs as much as the classifier is sure of it."""
     confidence: float = Field(0.05, ge=0, json_schema_extra=affects(RECALL))
     """w4: the record's confidence."""
     recency: float = Field(0.05, ge=0, json_schema_extra=affects(RECALL))
     """w5: ``0.5 ** (age / half_life)``, age from last_confirmed_at else created_at."""
+    episode: float = Field(0.0, ge=0, json_schema_extra=affects(RECALL))
+    """1 for an episode record, 0 for a candidate or rule: what happened against what a reflection concluded."""
     redundancy: float = Field(0.1, ge=0, json_schema_extra=affects(RECALL))
     """w6: penalty on the highest similarity to a record already selected (greedy, MMR-style)."""
 

@@ -154,7 +154,7 @@ def classify_injected(injected: Sequence[Any], pair: LurePair, types: Mapping[st
             "intent_first": intent_first}
 
 
-def _replay_pair(pair: LurePair, systems: Sequence[Any]) -> dict[str, list[Any]]:
+def replay_pair(pair: LurePair, systems: Sequence[Any]) -> dict[str, list[Any]]:
     """The replay engine's loop for one pair, recalling only for the query: memories are observed in time order
     with ``maintain`` at each day boundary, then every system recalls the query. (Recalls for the memories
     themselves would change nothing that is stored: retrieval-driven effects are off in replays, DESIGN §6.)"""
@@ -209,7 +209,7 @@ def evaluate_lures(pairs: Sequence[LurePair], *, embedder: Any, systems: Sequenc
         types = {e.episode_id: e.task_type for e in (*pair.memories, pair.query)}
         built = build_systems(systems, config=cfg, embedder=emb, top_k=top_k, token_budget=budget, root=root)
         try:
-            injected = _replay_pair(pair, built)
+            injected = replay_pair(pair, built)
         finally:
             for s in built:
                 s.close()

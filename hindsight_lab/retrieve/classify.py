@@ -166,11 +166,16 @@ class TaskTypeClassifier:
 
     def predict(self, query: str) -> tuple[str | None, float]:
         """``(task_type, probability)``, or ``(None, probability of the best)`` when it abstains."""
+        label, share, _ = self.predict_with_probabilities(query)
+        return label, share
+
+    def predict_with_probabilities(self, query: str) -> tuple[str | None, float, dict[str, float]]:
+        """:meth:`predict` and :meth:`probabilities` from one reading of ``query``."""
         probs, left_out = self._read(query)
         if not probs:
-            return None, 0.0
+            return None, 0.0, {}
         label = self._decide(probs, left_out)
-        return (label, probs[label]) if label is not None else (None, max(probs.values()))
+        return (label, probs[label], probs) if label is not None else (None, max(probs.values()), probs)
 
     def probabilities(self, query: str) -> dict[str, float]:
         """Every stored task type's probability for ``query`` (empty when nothing is stored); with

@@ -9,9 +9,10 @@ a search with that config would have computed.
 Examples:
     >>> from hindsight_lab.retrieve.params import ParamBatch, RerankParams
     >>> raw = {"semantic": np.array([0.9, 1.2]), "lexical": np.array([1.0, 0.0]), "task_type": np.array([1.0, 0.0]),
-    ...        "confidence": np.array([0.8, 0.5]), "recency": np.array([0.0, 14.0])}
+    ...        "task_type_p": np.array([0.6, 0.2]), "confidence": np.array([0.8, 0.5]),
+    ...        "recency": np.array([0.0, 14.0]), "episode": np.array([1.0, 0.0])}
     >>> feature_matrix(raw, ParamBatch.of(RerankParams({}))).tolist()
-    [[0.9, 1.0, 1.0, 0.8, 1.0], [1.0, 0.0, 0.0, 0.5, 0.5]]
+    [[0.9, 1.0, 1.0, 0.6, 0.8, 1.0, 1.0], [1.0, 0.0, 0.0, 0.2, 0.5, 0.5, 0.0]]
 """
 
 from __future__ import annotations
@@ -22,6 +23,7 @@ from typing import TYPE_CHECKING, Callable, Mapping, Sequence
 
 import numpy as np
 
+from ..types import Kind
 from .params import ParamBatch
 from .rerank import TERMS, recency
 
@@ -116,6 +118,59 @@ def type_contains(task_type: str | None, query_type: str) -> bool:
     return task_type is not None and set(query_type.split("+")) <= set(task_type.split("+"))
 
 
+def type_overlap(a: str | None, b: str | None) -> float:
+    """How much two task types share: the Jaccard overlap of their state-changing tools (a derived type is the set
+    of them joined with ``+``), so a composite type partly matches each of its parts; 0 when either is None.
+
+    Examples:
+        >>> type_overlap("cancel_reservation", "cancel_reservation")
+        1.0
+        >>> type_overlap("update_reservation_baggages+update_reservation_flights", "update_reservation_flights")
+        0.5
+        >>> type_overlap("read_only", "cancel_reservation"), type_overlap(None, "read_only")
+        (0.0, 0.0)
+    """
+    if a is None or b is None:
+        return 0.0
+    if a == b:
+        return 1.0
+    x, y = set(a.split("+")), set(b.split("+"))
+    return len(x & y) / len(x | y)
+
+
+def graded_type_matches(c: "Candidates", now: datetime) -> np.ndarray:
+    """The graded task-type feature: how well a record's type fits the query's, weighed by how sure the
+    classifier is, ``Σ_t P(t | query) · overlap(t, type)`` (:func:`type_overlap`), for the record's stored type or
+    (with ``retrieval.classifier.intent``) its request's type, whichever fits better. A guess of share 0.4 counts
+    0.4, not 1, and a composite type counts in part; with a type the caller gave, it is the overlap itself.
+
+    Examples:
+        >>> from types import SimpleNamespace as R
+        >>> c = R(records=[R(task_type="a"), R(task_type="a+b"), R(task_type="c")], type_probs={"a": 0.6, "c": 0.4},
+        ...       intents=None)
+        >>> graded_type_matches(c, None).round(2).tolist()
+        [0.6, 0.3, 0.4]
+    """
+    probs = c.type_probs
+    if not probs:
+        return np.zeros(len(c.records))
+    fit: dict[str | None, float] = {}
+
+    def of(task_type: str | None) -> float:
+        if task_type not in fit:
+            fit[task_type] = sum(p * type_overlap(t, task_type) for t, p in probs.items())
+        return fit[task_type]
+
+    intents = c.intents or [None] * len(c.records)
+    return np.asarray([max(of(r.task_type), of(it)) for r, it in zip(c.records, intents)], dtype=np.float64)
+
+
+def episodes(c: "Candidates", now: datetime) -> np.ndarray:
+    """1 for an episode record (a run as it happened), 0 for a derived one (a candidate or rule a reflection wrote):
+    lets a ranker weigh what happened against what was concluded from it."""
+    return np.asarray([1.0 if r.kind is Kind.EPISODE else 0.0 for r in c.records], dtype=np.float64)
+
+
 @dataclass(frozen=True)
 class Feature:
     """One rerank feature: ``raw(candidates, now)`` is cached, ``value(raw, params)`` gives ``(n,)`` or ``(C, n)``."""
@@ -132,14 +187,17 @@ def ages_days(c: "Candidates", now: datetime) -> np.ndarray:
 
 
 #: Every feature by name: semantic (cosine to the query, clipped to [0, 1]), lexical (BM25 score over the best in
-#: the store or the query's own, ``retrieval.lexical_scale``), task_type (:func:`type_matches`), confidence
-#: (:func:`confidences`), and recency (``0.5 ** (age / half_life)`` with the age of :func:`ages_days`).
+#: the store or the query's own, ``retrieval.lexical_scale``), task_type (:func:`type_matches`), task_type_p
+#: (:func:`graded_type_matches`), confidence (:func:`confidences`), recency (``0.5 ** (age / half_life)`` with the
+#: age of :func:`ages_days`) and episode (:func:`episodes`).
 FEATURES: dict[str, Feature] = {f.name: f for f in (
     Feature("semantic", lambda c, now: np.asarray(c.similarity, dtype=np.float64), _clipped),
     Feature("lexical", lambda c, now: np.asarray(c.lexical, dtype=np.float64)),
     Feature("task_type", type_matches),
+    Feature("task_type_p", graded_type_matches),
     Feature("confidence", confidences),
     Feature("recency", ages_days, _recency),
+    Feature("episode", episodes),
 )}
 
 

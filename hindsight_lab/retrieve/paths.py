@@ -181,6 +181,24 @@ class StepIndex:
         return len(self._step)
 
 
+def vote_shares(neighbours: Iterable[tuple[str | None, float]], *, k: int) -> dict[str, float]:
+    """Each task type's share of the similarity weight of the ``k`` nearest episodes (the ``knn`` classifier's
+    probabilities).
+
+    Examples:
+        >>> {t: round(p, 3) for t, p in vote_shares([("a", 0.9), ("a", 0.8), ("b", 0.7)], k=3).items()}
+        {'a': 0.708, 'b': 0.292}
+    """
+    weight: dict[str, float] = defaultdict(float)
+    total = 0.0
+    for task_type, sim in list(neighbours)[:k]:
+        w = max(float(sim), 0.0)
+        total += w
+        if task_type is not None:
+            weight[task_type] += w
+    return {t: w / total for t, w in weight.items()} if total > 0 else {}
+
+
 def infer_task_type(neighbours: Iterable[tuple[str | None, float]], *, k: int, min_votes: int,
                     min_share: float) -> tuple[str | None, float]:
     """Similarity-weighted vote of the ``k`` nearest episodes: ``(task_type, share)`` or ``(None, share)`` when

@@ -22,7 +22,7 @@ from ..config import RetrievalConfig
 from ..types import RECALLED, Bucket, Kind, MemoryRecord
 from .classify import learns_from
 from .index import RecallIndex, stored_request
-from .paths import infer_task_type
+from .paths import infer_task_type, vote_shares
 
 
 @dataclass
@@ -39,6 +39,7 @@ class Candidates:
     task_type: str | None = None
     task_type_source: str = "given"
     task_type_share: float = 1.0
+    type_probs: dict[str, float] = field(default_factory=dict)  # the classifier's probability of every type
     intents: list[str | None] | None = None  # retrieval.classifier.intent: the type of each candidate's request
     confidence_within: str = "all"  # retrieval.confidence_within: what the confidence feature compares
     intent_match: str = "same"  # retrieval.classifier.intent_match: what the task-type feature asks of intents
@@ -106,7 +107,9 @@ def recall(store: Any, index: RecallIndex, q: np.ndarray, query: str, cfg: Retri
 
     votes = _vector_path(store, index, q, cfg, add)
     out.task_type = task_type
-    if task_type is None:
+    if task_type is not None:
+        out.type_probs = {task_type: 1.0}
+    else:
         _infer_task_type(out, index, q, query, cfg, votes)
 
     # the keyword, task-type and trigger paths: one store read per bucket for all of their new records
@@ -186,11 +189,12 @@ def _infer_task_type(out: Candidates, index: RecallIndex, q: np.ndarray, query: 
         out.task_type_source, out.task_type_share = "off", 0.0
         return
     if c.method in ("logistic", "embedding"):
-        task_type, share = index.classifier.predict(query)
+        task_type, share, out.type_probs = index.classifier.predict_with_probabilities(query)
     else:
         extra = index.retired_votes(q)
         if extra:
             votes = sorted(votes + list(extra), key=lambda v: -v[1])
         task_type, share = infer_task_type(votes, k=c.k, min_votes=c.min_votes, min_share=c.min_share)
+        out.type_probs = vote_shares(votes, k=c.k)
     out.task_type = task_type
     out.task_type_source, out.task_type_share = ("inferred" if task_type else "abstained"), share

@@ -418,7 +418,7 @@ JOURNAL = f"reports/tau/{JOURNAL_DIR}/{JOURNAL_FILE}"
 
 
 def _restored(ran: Ran, runs: dict[str, Ran]) -> None:
-    n = len(_jsonl(runs["memories export memory-store.jsonl --store memory-store"].file("memory-store.jsonl")))
+    n = len(_jsonl(runs["memories export --out memory-store.jsonl --store memory-store"].file("memory-store.jsonl")))
     assert f"imported {n} record(s) from memory-store.jsonl: {n} kept their vectors, 0 re-embedded" in ran.out, ran.out
     assert (ran.work / "restored-store").is_dir()
 
@@ -492,7 +492,7 @@ CHAINS: list[list[Step]] = [  # longest first (two run at a time)
         Step("memories list --store memory-store --kind candidate", _candidate_rows, gives=_first_candidate),
         Step("inspect {MEMORY_ID} --store memory-store", _inspected),
         Step("memories show {MEMORY_ID} --store memory-store", _shown),
-        Step("memories export memory-store.jsonl --store memory-store", _backed_up, writes=("memory-store.jsonl",)),
+        Step("memories export --out memory-store.jsonl --store memory-store", _backed_up, writes=("memory-store.jsonl",)),
         Step("memories import memory-store.jsonl --store restored-store", _restored),  # docs/operations.md: a restore
         Step("maintain --store memory-store --now 2024-01-02", _maintained),
     ],
@@ -650,18 +650,18 @@ README_MAP: list[tuple[str, tuple[str, ...] | Instead]] = [
     (r"memories list --store memory-store --kind candidate",
      _runs("memories list --store memory-store --kind candidate")),
     (r"inspect MEMORY_ID --store memory-store", _runs("inspect {MEMORY_ID} --store memory-store")),
-    (r"memories export memory-store\.jsonl --store memory-store",
-     _runs("memories export memory-store.jsonl --store memory-store")),
+    (r"memories export --out memory-store\.jsonl --store memory-store",
+     _runs("memories export --out memory-store.jsonl --store memory-store")),
     (r"memories list\|show\|delete\|export\|import --store S",
      Instead("a synopsis (each subcommand without its arguments): list, show and export run here on the store, "
              "delete and import in the tests",
              ("tests/test_manage.py",),
              ("memories list --store memory-store --kind candidate", "memories show {MEMORY_ID} --store memory-store",
-              "memories export memory-store.jsonl --store memory-store"))),
-    (r"memories export memory\.jsonl --store memory-store",
+              "memories export --out memory-store.jsonl --store memory-store"))),
+    (r"memories export --out memory\.jsonl --store memory-store",
      Instead("the first half of a move to a PostgreSQL server the user runs; the suite moves a store from Chroma to "
              "its own embedded Postgres and back",
-             ("tests/test_manage.py",), ("memories export memory-store.jsonl --store memory-store",))),
+             ("tests/test_manage.py",), ("memories export --out memory-store.jsonl --store memory-store",))),
     (r"memories import memory\.jsonl --store postgresql://hindsight@127\.0\.0\.1:5432/hindsight",
      Instead("a PostgreSQL server with pgvector the user runs (the compose profile); the suite imports into its "
              "own embedded Postgres", ("tests/test_manage.py", "tests/store/test_postgres.py"))),

@@ -121,3 +121,21 @@ def test_the_search_process_peak_memory_is_its_own_not_the_bench_process() -> No
                           "print(peak_rss_mb())"], capture_output=True, text=True, check=True).stdout
     assert 0 < float(out) < 250, out
     assert ballast[-1] == 1.0
+
+
+@pytest.mark.slow
+def test_bench_replay_reads_per_query_cost_and_its_growth_by_history_size(tmp_path) -> None:
+    from hindsight_lab.bench.replay import format_replay_bench, history, run_replay_bench
+
+    eps = history(40, runs=4)
+    assert len({e.task_id for e in eps}) == 10 and [e.task_id for e in eps][10] == "bench-t0"  # runs spread out
+    assert all(a.started_at < b.started_at for a, b in zip(eps, eps[1:]))
+    out = run_replay_bench([40, 120], systems=["dense", "hindsight"], queries=10, model="hashing-64")
+    assert [(r["n"], r["system"]) for r in out["rows"]] == [(40, "dense"), (40, "hindsight"), (120, "dense"),
+                                                             (120, "hindsight")]
+    for r in out["rows"]:
+        assert r["queries"] == 10 and r["query_p50_ms"] > 0 and r["episodes_per_s"] > 0 and r["peak_rss_mb"] > 0
+    big, small = (next(r for r in out["rows"] if r["system"] == "hindsight" and r["n"] == n) for n in (120, 40))
+    assert out["growth_p50"]["hindsight"] == pytest.approx(big["query_p50_ms"] / small["query_p50_ms"])
+    text = format_replay_bench(out)
+    assert "growth of the per-query p50, 40 → 120 episodes: hindsight ×" in text

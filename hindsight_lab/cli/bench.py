@@ -11,7 +11,8 @@ from typing import Any
 
 from ..bench.sweep import DEFAULT_DATASET as SWEEP_DATASET  # a light module: its imports are inside run_sweep_bench
 from ..errors import ConfigError
-from .args import add_config, add_store, examples, load_served_config, non_negative_int, out_file, positive_int, sizes
+from .args import (add_config, add_store, examples, load_served_config, non_negative_int, out_file, positive_int,
+                   sizes, system_names)
 
 
 def add_parser(sub: Any) -> None:
@@ -20,6 +21,7 @@ def add_parser(sub: Any) -> None:
                                             "hindsight-lab bench --mcp --clients 8 --ops 100 --set "
                                             "embedder.model=hashing-256",
                                             "hindsight-lab bench --sweep --sweep-configs 200",
+                                            "hindsight-lab bench --replay --replay-sizes 1000,10000 --out r.json",
                                             "hindsight-lab bench --conflicts 200 --out conflicts-bench.json"))
     parser.add_argument("--sizes", default="10000,100000", type=sizes,
                         help="store sizes in L2 episodes (default 10000,100000)")
@@ -34,6 +36,7 @@ def add_parser(sub: Any) -> None:
                              "(postgresql://… or postgresql+embedded://…), in the same run")
     _mcp_arguments(parser)
     _sweep_arguments(parser)
+    _replay_arguments(parser)
     parser.add_argument("--conflicts", type=non_negative_int, metavar="N",
                         help="time the conflict pass (HDBSCAN clustering, pairing, judging) on N generated rules")
     parser.set_defaults(func=run)
@@ -69,8 +72,23 @@ def _sweep_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--sweep-configs", type=positive_int, default=1000, help="random weight configs (default 1000)")
 
 
+def _replay_arguments(parser: argparse.ArgumentParser) -> None:
+    """``--replay``: what a replay costs as the history grows."""
+    group = parser.add_argument_group("replay cost by history size (--replay)")
+    group.add_argument("--replay", action="store_true",
+                       help="benchmark replays of synthetic histories instead (each system in its own process)")
+    group.add_argument("--replay-sizes", type=sizes, default=[1000, 10000, 50000],
+                       help="history sizes in episodes (default 1000,10000,50000)")
+    group.add_argument("--replay-systems", type=system_names, default=["dense", "bm25", "hindsight"],
+                       help="systems replayed (default dense,bm25,hindsight)")
+    group.add_argument("--replay-queries", type=positive_int, default=200,
+                       help="the last N episodes of each history are recalled as queries (default 200)")
+
+
 def run(args: argparse.Namespace) -> int:
     """Run the chosen benchmark, print its figures (and write the JSON); 0 whether or not targets are met."""
+    if getattr(args, "replay", False):
+        return _replay(args)
     if getattr(args, "conflicts", None):
         return _conflicts(args)
     if getattr(args, "sweep", False):
@@ -130,6 +148,18 @@ def _sweep(args: argparse.Namespace) -> int:
     out = run_sweep_bench(args.sweep_dataset, fmt=args.sweep_format, configs=args.sweep_configs)
     print(format_sweep_bench(out))
     print(json.dumps(out, default=str))
+    return 0
+
+
+def _replay(args: argparse.Namespace) -> int:
+    from ..bench.replay import format_replay_bench, run_replay_bench
+
+    out = run_replay_bench(args.replay_sizes, systems=args.replay_systems, queries=args.replay_queries,
+                           model=args.model)
+    print(format_replay_bench(out))
+    if getattr(args, "out", None):
+        Path(args.out).write_text(json.dumps(out, indent=2), encoding="utf-8")
+        print(f"written to {args.out}")
     return 0
 
 

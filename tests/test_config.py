@@ -160,3 +160,18 @@ def test_with_params_refuses_server_keys_and_names_their_new_place():
                                               r"\.ServerConfig.*serve --set"):
             LabConfig().with_params({key: value})
     assert "server" not in LabConfig().to_dict() and not any(k.startswith("server") for k in LabConfig.describe())
+
+
+def test_a_rerank_term_is_its_feature_and_its_weight_and_nothing_else_names_it():
+    # issue 53: a term is defined in two places, its feature (retrieve/features.py) and its weight (here); the
+    # rerank's columns, the all-zero check and the fit read them from there
+    from hindsight_lab.config import WeightsConfig
+    from hindsight_lab.retrieve.features import FEATURES
+    from hindsight_lab.retrieve.rerank import PENALTY, TERMS
+
+    assert TERMS == tuple(FEATURES)
+    assert list(WeightsConfig.model_fields) == [*TERMS, PENALTY] or set(WeightsConfig.model_fields) == {*TERMS,
+                                                                                                       PENALTY}
+    only = {f"retrieval.weights.{t}": 0.0 for t in TERMS}
+    for term in TERMS:  # any one term alone is a valid config
+        assert LabConfig().with_params({**only, f"retrieval.weights.{term}": 1.0})

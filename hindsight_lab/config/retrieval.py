@@ -10,8 +10,10 @@ from .base import RECALL, Section, affects
 
 
 class WeightsConfig(Section):
-    """Rerank weights, one per term of the rerank under the term's name (:mod:`hindsight_lab.retrieve.rerank`):
-    ``w1·semantic + w2·lexical + w3·task_type + w4·confidence + w5·recency − w6·redundancy``."""
+    """Rerank weights, one per term of the rerank under the term's name, and the redundancy penalty:
+    ``score = Σ_t w_t·feature_t − w_redundancy·redundancy`` over the features of
+    :data:`hindsight_lab.retrieve.features.FEATURES` (a term is its feature there and its weight here; a test
+    checks that the two name the same terms)."""
 
     semantic: float = Field(0.5, ge=0, json_schema_extra=affects(RECALL))
     """w1: cosine similarity to the query, clipped to [0, 1]."""

@@ -25,10 +25,14 @@ import numpy as np
 
 from ..types import Kind
 from .params import ParamBatch
-from .rerank import TERMS, recency
 
 if TYPE_CHECKING:
     from .recall import Candidates
+
+
+def recency(age_days: np.ndarray | float, half_life_days: float) -> np.ndarray:
+    """``0.5 ** (age / half_life)``, with negative ages (clock skew) treated as 0."""
+    return np.power(0.5, np.maximum(np.asarray(age_days, dtype=np.float64), 0.0) / half_life_days)
 
 
 def _as_is(raw: np.ndarray, params: ParamBatch) -> np.ndarray:
@@ -199,6 +203,10 @@ FEATURES: dict[str, Feature] = {f.name: f for f in (
     Feature("recency", ages_days, _recency),
     Feature("episode", episodes),
 )}
+
+
+#: Every term's name, in the order of :data:`FEATURES` (the columns of the rerank's feature matrix).
+TERMS: tuple[str, ...] = tuple(FEATURES)
 
 
 def raw_features(c: "Candidates", now: datetime, names: Sequence[str] = TERMS) -> dict[str, np.ndarray]:

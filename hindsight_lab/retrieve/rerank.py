@@ -34,10 +34,13 @@ from __future__ import annotations
 from dataclasses import dataclass
 import numpy as np
 
+from .features import FEATURES
 from .params import ParamBatch, RerankParams
 
-#: The weighted terms: the columns of the feature matrix, each the name of a feature and of its weight.
-TERMS: tuple[str, ...] = ("semantic", "lexical", "task_type", "task_type_p", "confidence", "recency", "episode")
+#: The weighted terms, each the name of a feature and of its weight: the features of
+#: :data:`~hindsight_lab.retrieve.features.FEATURES`, in their order (a term is defined there, and weighted by
+#: ``retrieval.weights.<name>``: nothing else names it).
+TERMS: tuple[str, ...] = tuple(FEATURES)
 #: The penalty's name (its weight is ``retrieval.weights.redundancy``).
 PENALTY = "redundancy"
 #: Column order of :attr:`RerankResult.terms` and of a hit's :class:`~hindsight_lab.types.ScoreTerms`.
@@ -69,11 +72,6 @@ class RerankBatch:
     def count(self) -> np.ndarray:
         """How many candidates each config selected."""
         return (self.order >= 0).sum(axis=1)
-
-
-def recency(age_days: np.ndarray | float, half_life_days: float) -> np.ndarray:
-    """``0.5 ** (age / half_life)``, with negative ages (clock skew) treated as 0."""
-    return np.power(0.5, np.maximum(np.asarray(age_days, dtype=np.float64), 0.0) / half_life_days)
 
 
 def base_scores(features: np.ndarray, weights: np.ndarray) -> np.ndarray:

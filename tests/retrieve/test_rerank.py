@@ -6,7 +6,8 @@ import numpy as np
 import pytest
 
 from hindsight_lab.retrieve.params import ParamBatch, RerankParams
-from hindsight_lab.retrieve.rerank import COLUMNS, PENALTY, TERMS, recency, rerank, rerank_many
+from hindsight_lab.retrieve.features import recency
+from hindsight_lab.retrieve.rerank import COLUMNS, PENALTY, TERMS, rerank, rerank_many
 
 W = dict(semantic=0.2, lexical=0.0, task_type=0.3, confidence=0.3, recency=0.1, redundancy=0.1)
 

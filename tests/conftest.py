@@ -43,6 +43,27 @@ def hashing() -> HashingEmbedder:
     return HashingEmbedder(dim=256)
 
 
+@pytest.fixture
+def mem() -> Any:
+    """A memory on the dict-backed store with the hashing embedder and a fixed clock (``support.T0``): the fast
+    fixture of the engine's unit tests."""
+    from hindsight_lab import LabConfig, MemorySystem
+    from hindsight_lab.store.memory import InMemoryStore
+
+    from support import T0
+
+    return MemorySystem(LabConfig(), store=InMemoryStore(), embedder=HashingEmbedder(dim=256), clock=lambda: T0)
+
+
+@pytest.fixture
+def stub() -> Iterator[Any]:
+    """A local OpenAI-compatible server on 127.0.0.1 (tests/openai_stub.py): LiteLLM's real HTTP path."""
+    from openai_stub import OpenAIStub
+
+    with OpenAIStub() as s:
+        yield s
+
+
 def _free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))

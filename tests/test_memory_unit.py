@@ -16,11 +16,6 @@ from hindsight_lab.trace import Episode
 from support import T0, episode
 
 
-@pytest.fixture
-def mem():
-    return MemorySystem(LabConfig(), store=InMemoryStore(), embedder=HashingEmbedder(dim=256), clock=lambda: T0)
-
-
 def test_episode_record_summary_task_type_and_confidence(mem):
     ep = Episode.model_validate({
         "episode_id": "e1", "task_id": "t1", "task_type": "GROUND-TRUTH", "domain": "airline",

@@ -17,11 +17,6 @@ from support import shared_dataset
 HERE = Path(__file__).parent
 
 
-@pytest.fixture(scope="module")
-def detector() -> OfflineDetector:
-    return OfflineDetector()
-
-
 def test_dev_pairs_precision_and_recall(detector):
     judged = judge_pairs(load_pairs(shared_dataset("conflict-pairs/pairs.dev.jsonl")), detector)
     sc = scores(judged)

@@ -8,7 +8,7 @@ import json
 
 import numpy as np
 import pytest
-from openai_stub import OpenAIStub, Reply
+from openai_stub import Reply
 
 from hindsight_lab import LabConfig
 from hindsight_lab.cli import main
@@ -20,12 +20,6 @@ from hindsight_lab.types import Kind, MemoryRecord
 A = "Call lookup_order before issue_refund."
 B = "Call issue_refund first, then lookup_order."
 KEY_ENV = "HINDSIGHT_TEST_JUDGE_KEY"
-
-
-@pytest.fixture
-def stub():
-    with OpenAIStub() as s:
-        yield s
 
 
 @pytest.fixture

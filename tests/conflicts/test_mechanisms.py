@@ -6,15 +6,9 @@ from __future__ import annotations
 
 import pytest
 
-from hindsight_lab.conflicts.detect import OfflineDetector
 from hindsight_lab.conflicts.lexicon import opposite, same_action
 from hindsight_lab.conflicts.quantities import quantities
 from hindsight_lab.conflicts.text import stem, tokenize
-
-
-@pytest.fixture(scope="module")
-def detector() -> OfflineDetector:
-    return OfflineDetector()
 
 
 def _check(detector, a, b, expected, kind=None):

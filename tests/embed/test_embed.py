@@ -25,13 +25,6 @@ def _cos(a: np.ndarray, b: np.ndarray) -> float:
     return float(a @ b / (np.linalg.norm(a) * np.linalg.norm(b)))
 
 
-@pytest.fixture(scope="module")
-def minilm() -> SentenceTransformerEmbedder:
-    emb = SentenceTransformerEmbedder()
-    emb.load()
-    return emb
-
-
 def test_import_does_not_load_torch_or_sentence_transformers():
     code = ("import hindsight_lab.embed, sys; "
             "assert 'torch' not in sys.modules and 'sentence_transformers' not in sys.modules")

@@ -62,12 +62,6 @@ def _ok(eid: str | None = None, **over: Any) -> Reply:
 
 
 @pytest.fixture
-def stub() -> Any:
-    with OpenAIStub() as s:
-        yield s
-
-
-@pytest.fixture
 def make(stub: OpenAIStub, monkeypatch: pytest.MonkeyPatch) -> Any:
     """A factory of reflectors pointed at the stub; ``sleeps`` records every backoff wait."""
     monkeypatch.setenv(KEY_ENV, KEY)

@@ -28,11 +28,6 @@ def _ep(eid, tools, outcome="success", error_at=None, instruction=None, hours=0,
                                    **kw})
 
 
-@pytest.fixture
-def mem():
-    return MemorySystem(LabConfig(), store=InMemoryStore(), embedder=HashingEmbedder(dim=256))
-
-
 def test_heuristic_rules_name_the_real_tools_and_carry_counter_examples(mem):
     ok = ["get_order", "cancel_order"]
     for i in range(2):

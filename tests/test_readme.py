@@ -592,6 +592,15 @@ README_MAP: list[tuple[str, tuple[str, ...] | Instead]] = [
      Instead("300 trials on the full-size tau-bench split (its twin: the sample spec, 8 trials)",
              ("tests/sweep/test_sweep.py", "tests/sweep/test_spec.py"),
              ("sweep experiments/rerank_weights_sample.yaml --trials 8 --out tuned.yaml",))),
+    (r"sweep experiments/rerank_weights\.yaml --workers 2 --no-mlflow",
+     Instead("the full-size tau-bench split in two processes (its twins: the shared-study tests, on the samples)",
+             ("tests/sweep/test_shared.py",),
+             ("sweep experiments/rerank_weights_sample.yaml --trials 8 --out tuned.yaml",))),
+    (r"sweep experiments/rerank_weights\.yaml --storage postgresql://hl@db\.internal/sweeps --study weights-1 "
+     r"--workers 2 --mlflow-uri http://mlflow\.internal:5000",
+     Instead("a PostgreSQL and an MLflow server on two machines the user runs; the suite shares a study in its own "
+             "embedded PostgreSQL between processes", ("tests/sweep/test_shared.py",),
+             ("sweep experiments/rerank_weights_sample.yaml --trials 8 --out tuned.yaml",))),
     (r"sweep experiments/default_selection_live\.yaml --no-mlflow",
      Instead("three full-size dev replays and about a hundred live runs, an hour or more (its twins: a list sweep "
              "with a live term on the sample, and the spec's own check)",
@@ -973,6 +982,7 @@ def test_python_block_runs(block: Block, python_runs: dict[str, str | None]) -> 
     assert python_runs[block.id] is None, f"{block.id} failed:\n{python_runs[block.id]}"
 
 
+@pytest.mark.slow
 def test_readme_dataset_commands_on_the_development_data(tmp_path: Path) -> None:
     # The README's fetch and path commands on the full-size splits, taken from the data beside the checkout
     # (`--from DIR`) instead of the network; skips without it (fails under CI).

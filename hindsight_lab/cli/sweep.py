@@ -4,6 +4,7 @@ for production)."""
 from __future__ import annotations
 
 import argparse
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from ..errors import ConfigError
@@ -20,7 +21,10 @@ def add_parser(sub: Any) -> None:
                     "base config by more than the best of N would by luck (else keep the base); score the base, "
                     "the choice and the baselines once on the test split.",
         epilog=examples("hindsight-lab sweep experiments/rerank_weights_sample.yaml --trials 8 --out tuned.yaml",
-                        "hindsight-lab sweep experiments/rerank_weights.yaml --no-baselines --no-mlflow"))
+                        "hindsight-lab sweep experiments/rerank_weights.yaml --no-baselines --no-mlflow",
+                        "hindsight-lab sweep experiments/rerank_weights_sample.yaml --workers 2",
+                        "hindsight-lab sweep experiments/rerank_weights.yaml --storage postgresql://hl@db.internal/"
+                        "sweeps --workers 4 --mlflow-uri http://mlflow.internal:5000"))
     sweep.add_argument("spec", help="sweep spec YAML (see experiments/rerank_weights.yaml)")
     sweep.add_argument("--trials", type=positive_int, help="overrides the spec's trial count")
     sweep.add_argument("--top", type=positive_int, default=5, help="how many of the best trials to print")
@@ -34,6 +38,22 @@ def add_parser(sub: Any) -> None:
     sweep.add_argument("--mlflow-uri", help="tracking URI (default: the spec's, else $MLFLOW_TRACKING_URI, else the "
                        "project's store)")
     sweep.add_argument("--progress", action="store_true", help="tqdm bars for the replays and the live runs")
+    shared = sweep.add_argument_group(
+        "a sweep shared by processes and machines",
+        "The trials live in an Optuna study in PostgreSQL; the same command on another machine, with the same "
+        "--storage and --study, joins it. When the study holds every trial, one process chooses among all of them "
+        "and logs one MLflow parent run; a worker lost mid-trial is replaced by a rerun of its trials.")
+    shared.add_argument("--storage", metavar="URL",
+                        help="where the study lives: postgresql://USER@HOST:PORT/DB (a server every machine "
+                             "reaches), postgresql+embedded:///FOLDER, or sqlite:///FILE (one process only); "
+                             "default with --workers above 1: an embedded PostgreSQL in "
+                             "$HINDSIGHT_LAB_HOME/sweeps/<spec name>/pg (this machine only)")
+    shared.add_argument("--study", metavar="NAME", help="the study's name (default: the spec's name)")
+    shared.add_argument("--workers", type=positive_int, default=1, metavar="N",
+                        help="processes on this machine: this one and N-1 it starts (default: 1)")
+    shared.add_argument("--heartbeat", type=positive_int, default=10, metavar="SECONDS",
+                        help="seconds between a trial's heartbeats; a trial silent for three is run again "
+                             "(default: 10)")
     kept = sweep.add_mutually_exclusive_group()
     kept.add_argument("--live-runs", metavar="DIR",
                        help="where the live environment's runs are kept as they are made, so a sweep run again after "
@@ -66,8 +86,16 @@ def run_sweep(args: argparse.Namespace) -> int:
     from ..sweep.live_runs import LiveRunStore
 
     store = None if args.no_live_runs else LiveRunStore(args.live_runs) if args.live_runs else LiveRunStore.default()
+    study = None
+    if args.storage or args.study or args.workers > 1:
+        from ..sweep.shared import StudyOptions
+        from ..sweep.storage import sqlalchemy_url
+
+        if args.storage and args.storage.lower().startswith("sqlite:"):
+            sqlalchemy_url(args.storage, workers=args.workers, folder=Path("."))  # refused before anything loads
+        study = StudyOptions(storage=args.storage, name=args.study, workers=args.workers, heartbeat=args.heartbeat)
     result = run_sweep(spec, trials=args.trials, mlflow=args.mlflow, baselines=args.baselines,
-                       show_progress=args.progress, echo=print, live_runs=store)
+                       show_progress=args.progress, echo=print, live_runs=store, study=study)
     print_sweep(result, args.top)
     if args.out and result.chosen_config is not None:
         from ..export import export_config
@@ -104,6 +132,11 @@ def print_sweep(result: "SweepResult", top: int) -> None:
           f"{t['eval_s']:.2f} s ({len(result.trials)} trials), baselines {t['baselines_s']:.1f} s, MLflow "
           f"{t['mlflow_s']:.1f} s" + (f", live environment {t['live_s']:.1f} s" if "live_s" in t else "")
           + (f", lures {t['lures_s']:.1f} s" if "lures_s" in t else ""))
+    if result.study:
+        st = result.study
+        print(f"study {st['name']!r} in {st['storage']}: {st['told_here']} of {len(result.trials)} trials scored by "
+              f"the {st['processes']} process{'es' if st['processes'] > 1 else ''} here, {st['retried']} run again "
+              f"after a lost worker, {t.get('study_s', 0.0):.1f} s; chosen by {st.get('chosen_by')}")
     if result.parent_run_id:
         print(f"MLflow parent run {result.parent_run_id}; chosen trial run {result.chosen_run_id or '— (the base)'}")
 

@@ -58,11 +58,14 @@ def log_sweep(result: SweepResult, configs: Mapping[int, LabConfig], datasets: S
                            "sweep.chosen": result.selection.get("chosen", ""),
                            "sweep.test_fraction": spec.split.test_fraction, "sweep.top_k": spec.top_k,
                            "dataset.sha256": sha, "dataset.names": [d.data.info["name"] for d in datasets]})
+        if result.study:  # a shared study: its name, storage, and what this command's processes did
+            parent.log_params({f"study.{k}": v for k, v in result.study.items()})
         best_run_id = None
         for _, row in logged.iterrows():
             number = int(row["number"])
+            worker = {"worker": row["worker"]} if isinstance(row.get("worker"), str) else {}
             with start_run(m.experiment, tracking_uri=uri, run_name=f"trial {number}", parent_run_id=parent.run_id,
-                           tags={**tags, "kind": "trial", "trial": number}) as child:
+                           tags={**tags, "kind": "trial", "trial": number, **worker}) as child:
                 cfg = configs[number]
                 child.log_params(cfg.flat())
                 child.log_metrics({k: float(v) for k, v in row.items()

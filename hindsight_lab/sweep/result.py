@@ -38,6 +38,9 @@ class SweepResult:
             their gains over the base, the optimism of the best of N and the bar luck sets, the p-value, and the
             gain of the rule itself on folds it did not see (``holdout_gain``).
         parent_run_id: the MLflow parent run (None without MLflow).
+        study: a sweep shared through a study (:mod:`.shared`): its name, storage (no password), the processes
+            this command ran, the trials they told, the trials retried after a worker was lost, and who made the
+            choice (empty for a sweep in one process).
     """
 
     spec: SweepSpec
@@ -54,6 +57,7 @@ class SweepResult:
     parent_run_id: str | None = None
     best_run_id: str | None = None
     chosen_run_id: str | None = None
+    study: dict[str, Any] = field(default_factory=dict)
 
     @property
     def objective(self) -> str:

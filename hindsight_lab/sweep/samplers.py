@@ -74,19 +74,12 @@ class TPESampler:
         self.study = optuna.create_study(direction=direction, sampler=optuna.samplers.TPESampler(seed=seed))
         self._open: dict[int, Any] = {}
 
-    def _suggest(self, trial: Any, name: str, p: ParamSpec) -> Any:
-        if p.values is not None:
-            return trial.suggest_categorical(name, p.values)
-        if p.int:
-            return trial.suggest_int(name, int(p.low), int(p.high), log=p.log)  # type: ignore[arg-type]
-        return trial.suggest_float(name, float(p.low), float(p.high), log=p.log)  # type: ignore[arg-type]
-
     def ask(self, n: int) -> list[tuple[int, dict[str, Any]]]:
         out = []
         for _ in range(n):
             trial = self.study.ask()
             self._open[trial.number] = trial
-            out.append((trial.number, {name: self._suggest(trial, name, p) for name, p in self.space.items()}))
+            out.append((trial.number, {name: suggest(trial, name, p) for name, p in self.space.items()}))
         return out
 
     def tell(self, number: int, value: float | None) -> None:
@@ -97,6 +90,15 @@ class TPESampler:
             self.study.tell(trial, state=optuna.trial.TrialState.FAIL)
         else:
             self.study.tell(trial, value)
+
+
+def suggest(trial: Any, name: str, p: ParamSpec) -> Any:
+    """An Optuna trial's value of one dimension (the TPE sampler's, in one process or in a shared study)."""
+    if p.values is not None:
+        return trial.suggest_categorical(name, p.values)
+    if p.int:
+        return trial.suggest_int(name, int(p.low), int(p.high), log=p.log)  # type: ignore[arg-type]
+    return trial.suggest_float(name, float(p.low), float(p.high), log=p.log)  # type: ignore[arg-type]
 
 
 def make_sampler(spec: SweepSpec) -> Sampler:

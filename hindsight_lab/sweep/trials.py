@@ -102,6 +102,8 @@ class SweepData:
     evaluators: dict[tuple[str, str], FastEvaluator] = field(default_factory=dict)
     caches: dict[str, ReplayCache] = field(default_factory=dict)
     design: Design | None = None
+    files: Any = None
+    """Where the replay caches are shared with other processes (:class:`~.replay_files.ReplayFiles`), if anywhere."""
 
 
 def load_datasets(spec: SweepSpec, base: LabConfig, embedder: Any) -> list[SweepData]:
@@ -151,8 +153,17 @@ def evaluator(d: SweepData, key: str, cfg: LabConfig, spec: SweepSpec, timing: d
     first time."""
     if key not in d.caches:
         t = time.perf_counter()
-        d.caches[key] = capture(d.data, cfg, embedder=d.embedder, top_k=spec.top_k, token_budget=spec.token_budget,
-                                show_progress=show_progress)
+
+        def make() -> ReplayCache:
+            return capture(d.data, cfg, embedder=d.embedder, top_k=spec.top_k, token_budget=spec.token_budget,
+                           show_progress=show_progress)
+
+        if d.files is None:
+            d.caches[key] = make()
+        else:  # shared with the other processes of the sweep: captured by the first that needs it
+            name = d.embedder.name() if hasattr(d.embedder, "name") else type(d.embedder).__name__
+            d.caches[key] = d.files.get(d.files.key(d.data.info["sha256"], cfg, top_k=spec.top_k,
+                                                    token_budget=spec.token_budget, embedder=name), make)
         timing["capture_s"] += time.perf_counter() - t
     if (key, mode) not in d.evaluators:
         d.evaluators[(key, mode)] = FastEvaluator(d.caches[key], mode=mode)

@@ -21,6 +21,99 @@ from hindsight_lab.embed import HashingEmbedder, SentenceTransformerEmbedder
 from support import T0  # noqa: F401  (re-exported for tests that take it from here)
 
 
+# ------------------------------------------------------------------ tests that say what they cost (issue 53)
+# `pytest` runs the quick suite; `pytest --slow` adds the end-to-end tests marked slow (real-data replays, servers,
+# subprocesses, sweeps); an explicit `-m` (e.g. `-m slow`) chooses by itself, as pytest's docs suggest for --runslow.
+SLOW_SECONDS = 5.0
+"""A test whose setup and call together take longer than this (pytest's own durations, less the start of
+session-wide fixtures) must carry the ``slow`` mark, so that the default run is a quick one; an unmarked one fails
+the session, named with its time."""
+_UNMARKED: dict[str, float] = {}
+
+
+def pytest_addoption(parser: pytest.Parser) -> None:
+    parser.addoption("--slow", action="store_true",
+                     help="also run the tests marked slow (end-to-end; without it and without -m they are deselected)")
+    parser.addoption("--slow-seconds", type=float, default=SLOW_SECONDS,
+                     help="an unmarked test slower than this fails the session (default 5)")
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    if config.getoption("--slow") or config.option.markexpr:
+        return
+    slow = [item for item in items if item.get_closest_marker("slow")]
+    if slow:
+        config.hook.pytest_deselected(items=slow)
+        items[:] = [item for item in items if not item.get_closest_marker("slow")]
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    global _LIMIT
+    _LIMIT = float(config.getoption("--slow-seconds"))
+    config.pluginmanager.register(_SessionFixtureClock(), "session-fixture-clock")
+
+
+_LIMIT = SLOW_SECONDS
+
+
+_SESSION_SETUP: dict[str, float] = {}
+"""Seconds a test spent starting session-wide fixtures (the model, the servers; in its setup, or in its call through
+``request.getfixturevalue``): paid once per worker by whichever test comes first, they are the session's cost, not
+that test's."""
+
+
+class _SessionFixtureClock:
+    """Times the setup of session-scoped fixtures. A global plugin (registered in ``pytest_configure``): a conftest's
+    own hook is not called for them, since their node is the session, above this folder."""
+
+    @pytest.hookimpl(hookwrapper=True)
+    def pytest_fixture_setup(self, fixturedef: pytest.FixtureDef, request: pytest.FixtureRequest) -> Iterator[None]:
+        t0 = time.perf_counter()
+        yield
+        if fixturedef.scope == "session":  # the test it is charged to is the one being run
+            _SESSION_SETUP[_CURRENT[0]] = _SESSION_SETUP.get(_CURRENT[0], 0.0) + time.perf_counter() - t0
+
+
+_CURRENT = [""]
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_runtest_setup(item: pytest.Item) -> None:
+    _CURRENT[0] = item.nodeid
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo) -> Iterator[None]:
+    outcome = yield
+    if call.when in ("setup", "call"):  # carried to the xdist controller with the report
+        outcome.get_result().user_properties.append((f"session_fixtures_s:{call.when}",
+                                                      _SESSION_SETUP.pop(item.nodeid, 0.0)))
+
+
+def pytest_runtest_logreport(report: pytest.TestReport) -> None:
+    if report.when in ("setup", "call") and "slow" not in report.keywords:
+        shared = sum(v for k, v in report.user_properties if k == f"session_fixtures_s:{report.when}")
+        _UNMARKED[report.nodeid] = _UNMARKED.get(report.nodeid, 0.0) + max(0.0, report.duration - shared)
+
+
+def _too_slow() -> list[tuple[str, float]]:
+    return sorted(((k, v) for k, v in _UNMARKED.items() if v > _LIMIT), key=lambda kv: -kv[1])
+
+
+def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
+    if not hasattr(session.config, "workerinput") and _too_slow() and exitstatus == 0:
+        session.exitstatus = 1  # the xdist controller (or a plain run) decides, from every worker's reports
+
+
+def pytest_terminal_summary(terminalreporter: Any) -> None:
+    slow = _too_slow()
+    if slow:
+        terminalreporter.section(f"tests over {_LIMIT:g} s without the slow mark (mark them: "
+                                 "@pytest.mark.slow)")
+        for nodeid, seconds in slow:
+            terminalreporter.write_line(f"{seconds:6.1f} s  {nodeid}")
+
+
 @pytest.fixture(autouse=True)
 def _own_home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     """Default stores (MLflow, demo) of every test go to a temporary folder, never to the user's home."""
@@ -47,16 +140,19 @@ def hashing() -> HashingEmbedder:
 def mem() -> Any:
     """A memory on the dict-backed store with the hashing embedder and a fixed clock (``support.T0``): the fast
     fixture of the engine's unit tests."""
-    from hindsight_lab import LabConfig, MemorySystem
     from hindsight_lab.store.memory import InMemoryStore
-
-    from support import T0
 
     return MemorySystem(LabConfig(), store=InMemoryStore(), embedder=HashingEmbedder(dim=256), clock=lambda: T0)
 
 
+@pytest.fixture(scope="session")
+def litellm_imported() -> None:
+    """LiteLLM imported once per session (seconds: a session cost, not the first LLM test's)."""
+    import litellm  # noqa: F401
+
+
 @pytest.fixture
-def stub() -> Iterator[Any]:
+def stub(litellm_imported: None) -> Iterator[Any]:
     """A local OpenAI-compatible server on 127.0.0.1 (tests/openai_stub.py): LiteLLM's real HTTP path."""
     from openai_stub import OpenAIStub
 
@@ -68,6 +164,20 @@ def _free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         return s.getsockname()[1]
+
+
+def _warm_up(url: str) -> None:
+    """One write and one query, so that the server's first-request start (seconds) is the session's cost."""
+    import chromadb
+    from urllib.parse import urlparse
+
+    where = urlparse(url)
+    client = chromadb.HttpClient(host=where.hostname, port=where.port)
+    name = f"warm-up-{uuid.uuid4().hex[:8]}"
+    col = client.create_collection(name, embedding_function=None)
+    col.add(ids=["a"], embeddings=[[0.0, 1.0]], documents=["warm up"])
+    col.query(query_embeddings=[[0.0, 1.0]], n_results=1)
+    client.delete_collection(name)
 
 
 @pytest.fixture(scope="session")
@@ -99,6 +209,7 @@ def chroma_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
                 proc.kill()
                 pytest.fail(f"chroma server did not start: {(data / 'server.log').read_text()[-2000:]}")
             time.sleep(0.2)
+    _warm_up(url)
     yield url
     proc.terminate()
     try:

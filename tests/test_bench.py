@@ -25,6 +25,7 @@ def _numbers(node: object, path: str = "") -> list[tuple[str, float]]:
     return []
 
 
+@pytest.mark.slow
 def test_bench_tiny_run_writes_every_figure(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
                                             capsys: pytest.CaptureFixture[str]) -> None:
     monkeypatch.setenv("HINDSIGHT_LAB_HOME", str(tmp_path / "home"))
@@ -95,6 +96,7 @@ def test_corpus_embeddings_are_cached_reused_for_prefixes_and_checked(tmp_path: 
     assert not isinstance(fixed, np.memmap) and np.array_equal(fixed, first)
 
 
+@pytest.mark.slow
 @pytest.mark.postgres
 def test_bench_measures_postgres_beside_chroma_in_one_run(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
                                                           postgres_url: str) -> None:
@@ -110,6 +112,7 @@ def test_bench_measures_postgres_beside_chroma_in_one_run(tmp_path: Path, monkey
     assert postgres_url not in out.read_text()  # no URL (socket folder) in the JSON
 
 
+@pytest.mark.slow
 def test_the_search_process_peak_memory_is_its_own_not_the_bench_process() -> None:
     # Regression: the search process reported getrusage's ru_maxrss, which Linux carries over the execve that
     # starts it, so at 100k it showed the bench's own peak (the corpus matrix and the filled stores)

@@ -125,6 +125,7 @@ def test_memory_service_commands_parse_and_load_configs_in_the_repository(name: 
     assert proc.returncode == 0, proc.stderr
 
 
+@pytest.mark.slow
 def test_mlflow_command_flags_exist_in_the_pinned_mlflow() -> None:
     argv = _argv("mlflow")
     assert argv[:2] == ["mlflow", "ui"], argv

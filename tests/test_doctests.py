@@ -14,7 +14,12 @@ MODULES = sorted(".".join(p.relative_to(REPO).with_suffix("").parts).removesuffi
                  for p in (REPO / "hindsight_lab").rglob("*.py") if p.name != "__main__.py")
 
 
-@pytest.mark.parametrize("name", MODULES)
+# the examples that load the real model (seconds each) are slow; the others take milliseconds
+SLOW_MODULES = {"hindsight_lab.embed.sentence_transformers"}
+
+
+@pytest.mark.parametrize("name", [pytest.param(m, marks=pytest.mark.slow) if m in SLOW_MODULES else m
+                                  for m in MODULES])
 def test_docstring_examples_run(name: str) -> None:
     module = importlib.import_module(name)
     result = doctest.testmod(module, optionflags=doctest.ELLIPSIS | doctest.NORMALIZE_WHITESPACE, verbose=False)

@@ -233,6 +233,7 @@ def _config_cases(tmp_path: Path) -> list[tuple[list[str], str]]:
     ]
 
 
+@pytest.mark.slow
 def test_a_bad_config_is_one_short_line_naming_the_field_before_any_model_loads(tmp_path: Path) -> None:
     # Regression (issue 51): a config with every weight 0 answered with a 3,694-character dump of the config.
     for argv, message in _config_cases(tmp_path):

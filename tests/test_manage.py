@@ -91,6 +91,7 @@ def _results(mem: MemorySystem) -> list[list[tuple[str, float]]]:
             for q in QUERIES]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("backend", ["embedded", pytest.param("server", marks=pytest.mark.server),
                                      pytest.param("postgres", marks=pytest.mark.postgres)])
 def test_export_import_reproduces_every_record_and_the_same_search(source, tmp_path, minilm, backend, request):
@@ -112,6 +113,7 @@ def test_export_import_reproduces_every_record_and_the_same_search(source, tmp_p
         assert flagged and superseded
 
 
+@pytest.mark.slow
 @pytest.mark.postgres
 def test_a_store_moves_from_chroma_to_postgres_and_back_unchanged(source, tmp_path, minilm, postgres_url):
     src, exported = source

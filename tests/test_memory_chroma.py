@@ -44,6 +44,7 @@ def _lure_store(mem: MemorySystem) -> dict[str, str]:
     return ids
 
 
+@pytest.mark.slow
 def test_lexical_lure_loses_to_the_right_task_type(make_mem):
     mem = make_mem()
     ids = _lure_store(mem)
@@ -67,6 +68,7 @@ def test_lexical_lure_loses_to_the_right_task_type(make_mem):
     assert ctrl.hits[0].id == ids["c1"]
 
 
+@pytest.mark.slow
 def test_near_duplicates_merge_related_rules_stay_apart_episodes_never_merge(make_mem):
     mem = make_mem()
     base = "Always confirm the booking reference with the customer before cancelling a reservation"

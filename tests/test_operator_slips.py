@@ -168,6 +168,7 @@ def _cli(*argv: str) -> subprocess.CompletedProcess:
     return subprocess.run([sys.executable, "-c", _PARSE_ONLY, *argv], capture_output=True, text=True, timeout=120)
 
 
+@pytest.mark.slow
 def test_argument_slips_get_one_argparse_line_naming_the_flag_before_any_model_loads(tmp_path: Path) -> None:
     traces = REPO / "datasets" / "demo" / "episodes.jsonl"
     a_file = tmp_path / "a-file.txt"

@@ -21,6 +21,7 @@ def test_default_store_is_a_sqlite_db_in_the_home_folder(tmp_path, monkeypatch):
     assert not (tmp_path / "home").exists()  # computing the URI creates nothing
 
 
+@pytest.mark.slow
 def test_mlflow_tracking_uri_is_honoured_by_replay(tmp_path, monkeypatch, capsys):
     # Regression (issue 16): MLFLOW_TRACKING_URI was ignored by replay and sweep.
     from hindsight_lab.cli import main
@@ -54,6 +55,7 @@ def _tiny_replay(tmp_path: Path):
     return run_replay(path, systems=["none", "bm25", "hindsight"], config=cfg), cfg
 
 
+@pytest.mark.slow
 def test_a_replay_is_one_mlflow_run_with_params_metrics_and_artifacts(tmp_path, monkeypatch):
     from mlflow.tracking import MlflowClient
 
@@ -86,6 +88,7 @@ def test_a_replay_is_one_mlflow_run_with_params_metrics_and_artifacts(tmp_path, 
     assert list(Path.cwd().iterdir()) == []  # nothing (./mlruns, ./mlflow.db) in the current folder
 
 
+@pytest.mark.slow
 def test_a_failing_block_marks_the_run_failed_and_children_name_their_parent(tmp_path):
     from mlflow.tracking import MlflowClient
 

@@ -139,6 +139,7 @@ def test_the_evidence_path_reads_no_judging_label(hashing, evidence) -> None:
     assert any(row[-1][0] for row in state(runs)) == (evidence == "within_task")  # pairs only where read
 
 
+@pytest.mark.slow
 def test_no_lucky_rule_reaches_l3_on_the_synthetic_lucky_scenario(minilm, tmp_path: Path) -> None:
     from hindsight_lab.datasets import load
     from hindsight_lab.replay.engine import run_episodes

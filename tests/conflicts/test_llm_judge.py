@@ -36,6 +36,7 @@ def _answer(conflict: bool, kind: str | None = "order", reason: str = "opposite 
     return Reply(content=json.dumps({"conflict": conflict, "kind": kind, "reason": reason}))
 
 
+@pytest.mark.slow
 def test_the_models_verdict_is_used_and_the_request_carries_both_rules(judge, stub):
     stub.push(_answer(True))
     v = judge.judge(A, B, "refund")

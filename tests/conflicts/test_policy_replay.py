@@ -31,6 +31,7 @@ def replayed(tmp_path_factory, minilm):
     systems[0].close()
 
 
+@pytest.mark.slow
 def test_the_old_rule_is_archived_with_its_successor_and_the_new_one_is_recalled(replayed):
     eps, run, mem = replayed
     checked = 0
@@ -56,6 +57,7 @@ def test_the_old_rule_is_archived_with_its_successor_and_the_new_one_is_recalled
     assert checked >= 1  # the scenario must actually exercise a change of rule
 
 
+@pytest.mark.slow
 def test_search_after_the_replay_shows_no_stale_rule(replayed):
     eps, _, mem = replayed
     q = next(e for e in eps if e.meta["role"] == "query" and e.meta["group"].endswith("001"))
@@ -64,6 +66,7 @@ def test_search_after_the_replay_shows_no_stale_rule(replayed):
     assert rules and all(_chain(q.meta["order"][::-1]) + " in this order" not in r.content for r in rules)
 
 
+@pytest.mark.slow
 def test_negative_control_without_the_conflict_pass_the_stale_rule_stays(tmp_path, minilm):
     eps = generate("policy", n=2, seed=0)
     cfg = LabConfig().with_params({"conflicts.enabled": False, "episode.key": "instruction",

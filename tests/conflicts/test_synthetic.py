@@ -22,6 +22,7 @@ def _run(planted, **over):
     return plan, evaluate_plan(plan, pairs)
 
 
+@pytest.mark.slow
 def test_planted_conflicts_are_found_noise_pairs_included(planted):
     plan, ev = _run(planted)
     print({k: v for k, v in ev.items() if k != "false_positives"})
@@ -31,6 +32,7 @@ def test_planted_conflicts_are_found_noise_pairs_included(planted):
     assert plan.summary()["pairs_by_source"]["noise"] > 0
 
 
+@pytest.mark.slow
 def test_negative_control_without_neighbours_noise_pairs_escape(planted):
     _, ev = _run(planted, **{"conflicts.neighbours": 0})
     assert ev["recall_noise_pairs"] == 0.0 and ev["recall"] < 0.9

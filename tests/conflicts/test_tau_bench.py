@@ -3,6 +3,8 @@ traces, the real MiniLM; the dict-backed store, as persistence is not under test
 
 from __future__ import annotations
 
+import pytest
+
 from hindsight_lab import LabConfig, MemorySystem
 from hindsight_lab.conflicts.scan import read_store, scan
 from hindsight_lab.datasets import load
@@ -11,6 +13,7 @@ from hindsight_lab.trace.checks import Check
 from support import shared_dataset
 
 
+@pytest.mark.slow
 def test_tau_bench_rules_cluster_and_contradictions_are_found(minilm):
     episodes, _ = load(shared_dataset("tau-bench/gpt-4o-airline.dev.json"))
     mem = MemorySystem(LabConfig(), store=InMemoryStore(), embedder=minilm).open()

@@ -151,6 +151,7 @@ def test_dev_checksum_matches_the_shared_file(agent: str) -> None:
     assert sample.split.derive(split) == local_path(sample).read_bytes()  # type: ignore[union-attr]
 
 
+@pytest.mark.slow
 def test_dev_group_fetches_from_shared_and_holds_240_episodes_of_50_tasks() -> None:
     for entry in expand("tau2-airline-cross-dev"):
         shared_dataset(entry.filename)

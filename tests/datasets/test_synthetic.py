@@ -155,6 +155,7 @@ def test_committed_fixtures_equal_regenerated_output(tmp_path):
     assert sum((committed / p.name).stat().st_size for p in written.values()) < 400_000
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("scenario", SCENARIOS)
 def test_fixtures_load_as_jsonl_and_replay_with_a_non_empty_query_set(scenario, minilm):
     path = fixture_dir() / f"{scenario}.jsonl"

@@ -280,6 +280,7 @@ def test_dev_counts_equal_the_raw_json(dev, name):
     assert (len(types), types["read_only"]) == (n_types, n_read_only)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("name", list(DEV))
 def test_dev_mapping(dev, name):
     raw, eps = dev[name]
@@ -377,6 +378,7 @@ def _dump(value: Any) -> str:
     return json.dumps(value, default=str, ensure_ascii=False)
 
 
+@pytest.mark.slow
 def test_canary_nothing_of_the_tasks_reaches_episodes_memory_or_report(tmp_path, hashing):
     secret, id_mark = f"CANARY-ticket-{uuid.uuid4().hex}", f"CANARY-id-{uuid.uuid4().hex}"
     path = _canary_file(tmp_path, secret, id_mark)

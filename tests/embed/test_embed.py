@@ -48,6 +48,7 @@ def test_constructor_stores_params_verbatim_and_does_no_io():
     assert emb.model_ is None
 
 
+@pytest.mark.slow
 def test_missing_model_fails_at_first_use_with_a_config_error():
     emb = SentenceTransformerEmbedder("/no/such/model")
     with pytest.raises(ConfigError, match="could not load sentence-transformers model '/no/such/model'"):

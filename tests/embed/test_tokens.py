@@ -46,6 +46,7 @@ def test_known_counts(counter):
     assert counter.count("") == 0
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("text", SAMPLES)
 def test_counts_match_the_model_tokenizer(counter, hf_tokenizer, text):
     assert counter.count(text) == _independent(hf_tokenizer, text)
@@ -72,6 +73,7 @@ def test_counting_is_lazy_and_needs_no_torch():
     subprocess.run([sys.executable, "-c", code], check=True)
 
 
+@pytest.mark.slow
 def test_falls_back_to_the_model_tokenizer_without_tokenizer_json(tmp_path, hf_tokenizer):
     src = packaged_model_path()
     for path in src.rglob("*"):

@@ -89,6 +89,7 @@ def _still_works(r: LiteLLMReflector, stub: OpenAIStub) -> None:
 
 
 # -- (a) the happy path and what was sent ---------------------------------------------------------------------------
+@pytest.mark.slow
 def test_valid_reflection_is_accepted_and_the_request_carries_prompt_schema_and_key(make, stub):
     r = make(max_tokens=321, temperature=0.3)
     episode = _ep("e-main", instruction="I want my money back for order 77, the toaster arrived broken")
@@ -131,6 +132,7 @@ def test_valid_reflection_is_accepted_and_the_request_carries_prompt_schema_and_
     assert KEY not in json.dumps(r.describe())
 
 
+@pytest.mark.slow
 def test_json_mode_off_sends_no_response_format(make, stub):
     r = make(json_mode=False)
     stub.push(_ok())

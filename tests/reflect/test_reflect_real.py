@@ -25,6 +25,7 @@ def _mem(tmp_path, name, minilm):
     return MemorySystem(LabConfig().with_params({"store.path": str(tmp_path / name)}), embedder=minilm).open()
 
 
+@pytest.mark.slow
 def test_heuristic_rules_name_tools_of_those_episodes(episodes, tmp_path, minilm):
     mem = _mem(tmp_path, "s", minilm)
     outcomes = mem.reflect_many(episodes)
@@ -43,6 +44,7 @@ def test_heuristic_rules_name_tools_of_those_episodes(episodes, tmp_path, minilm
     mem.close()
 
 
+@pytest.mark.slow
 def test_shuffled_ground_truth_labels_change_nothing_in_memory(episodes, tmp_path, minilm):
     labels = [ep.task_type for ep in episodes]
     random.Random(7).shuffle(labels)
@@ -69,6 +71,7 @@ def test_shuffled_ground_truth_labels_change_nothing_in_memory(episodes, tmp_pat
     assert snapshot(episodes, "a") == snapshot(shuffled, "b")
 
 
+@pytest.mark.slow
 def test_cli_reflect_table_and_jsonl(tmp_path, capsys):
     out = tmp_path / "outcomes.jsonl"
     assert main(["reflect", str(shared_dataset(TAU)), "--limit-tasks", "4", "--out", str(out)]) == 0

@@ -90,6 +90,7 @@ def uninterrupted(sample, minilm, tmp_path_factory) -> list[str]:
     return rows
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("where, patch", [
     ("while writing the episode records", {"_writes.episode_records": _after(7)}),
     ("before the first candidate", {"write": _after(1)}),
@@ -123,6 +124,7 @@ def test_a_candidate_written_before_the_kill_is_not_written_twice(sample, minilm
     assert snapshot(store, minilm) == uninterrupted
 
 
+@pytest.mark.slow
 def test_sigkill_at_several_points_of_a_real_reflect_run(tmp_path, minilm) -> None:
     data = shared_dataset("tau-bench/gpt-4o-airline.dev.json")
     cmd = [sys.executable, "-m", "hindsight_lab.cli", "reflect", str(data), "--limit-tasks", "15", "--store"]

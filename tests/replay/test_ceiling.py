@@ -64,6 +64,7 @@ def test_the_prior_on_no_effect_weighs_the_uniform_answer_by_the_posterior_of_an
     assert Support(8, 0, 3).passes(Bar(prior_effect=0.1))
 
 
+@pytest.mark.slow
 def test_traces_whose_failures_skip_a_step_support_order_rules_and_traces_without_contrast_none(traces) -> None:
     episodes = load_episode_data(traces(20, 4, seed=2)).episodes
     ceiling = rule_ceiling(episodes)
@@ -79,6 +80,7 @@ def test_traces_whose_failures_skip_a_step_support_order_rules_and_traces_withou
     assert all(cell["supported"] == 0 for cell in flat["forms"].values())
 
 
+@pytest.mark.slow
 def test_a_replay_reports_the_ceiling_beside_the_lift(traces) -> None:
     report = run_replay(traces(20, 4, seed=2), systems=["hindsight"],
                         config=LabConfig().with_params({"embedder.model": "hashing-256"}))
@@ -87,6 +89,7 @@ def test_a_replay_reports_the_ceiling_beside_the_lift(traces) -> None:
     assert ceiling == rule_ceiling(load_episode_data(traces(20, 4, seed=2)).episodes)
 
 
+@pytest.mark.slow
 def test_chance_counts_the_rules_shuffled_outcomes_support_and_a_planted_rule_beats_it(traces) -> None:
     import random
 
@@ -117,6 +120,7 @@ def test_chance_counts_the_rules_shuffled_outcomes_support_and_a_planted_rule_be
 UNIFORM = Bar(prior_effect=1.0)  # a small history: the uniform prior promotes early enough to leave runs to judge
 
 
+@pytest.mark.slow
 def test_an_ideal_memory_promotes_a_rule_at_the_first_run_that_supports_it_and_judges_it_on_later_runs(traces) -> None:
     runs = runs_of(load_episode_data(traces(20, 4, seed=2)).episodes, outside_failures=False)
     tools = sorted({t for r in runs for t in r.tools})

@@ -81,6 +81,7 @@ def test_dataset_hash_covers_every_file_and_the_order(tmp_path: Path) -> None:
     assert load_history(TELECOM[0])[1]["sha256"] == ab["files"][0]["sha256"]  # one file: its own hash
 
 
+@pytest.mark.slow
 def test_several_files_replay_as_one_concatenated_jsonl(tmp_path: Path, minilm) -> None:
     report = run_replay(TELECOM, embedder=minilm)
     episodes, _ = load_history(TELECOM)
@@ -98,6 +99,7 @@ def test_several_files_replay_as_one_concatenated_jsonl(tmp_path: Path, minilm) 
     assert report.metrics["judging"]["queries"] == 5  # the second agent's runs of the tasks the first one ran
 
 
+@pytest.mark.slow
 def test_report_breaks_metrics_down_by_source(minilm) -> None:
     report = run_replay([*TELECOM, *AIRLINE], systems=["none", "bm25"], embedder=minilm)
     by = report.metrics["by_source"]
@@ -113,6 +115,7 @@ def test_report_breaks_metrics_down_by_source(minilm) -> None:
     assert table.index.names == ["source", "system"] and table.loc[(AIRLINE[1].name, "none"), "queries"] == 5
 
 
+@pytest.mark.slow
 def test_cli_replays_names_and_files_as_one_history(capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["replay", "tau2-airline-cross-sample", "--systems", "none,bm25", "--no-mlflow"]) == 0
     out = capsys.readouterr().out
@@ -127,6 +130,7 @@ def test_conversations_cannot_join_a_history() -> None:
         load_history([*resolve("locomo-sample"), TAU_BENCH[0]])
 
 
+@pytest.mark.slow
 def test_dev_cross_agent_pair_replays(minilm) -> None:
     pair = [shared_dataset("tau2-bench/telecom_gpt-4.1.json"), shared_dataset("tau2-bench/telecom_sft-gpt-4.1.json")]
     report = run_replay(pair, systems=["none", "bm25"], embedder=minilm, limit=8)

@@ -9,6 +9,7 @@ from hindsight_lab.cli import main
 from hindsight_lab.config import LabConfig
 from hindsight_lab.errors import ConfigError
 from hindsight_lab.metrics.modes import judge_mode
+from hindsight_lab.retrieve.rerank import TERMS
 from hindsight_lab.sweep.explain import TERM_COLUMNS, explain_queries
 from hindsight_lab.replay.runner import run_replay
 from hindsight_lab.sweep.cache import load_episode_data
@@ -22,6 +23,7 @@ def history(traces):
     return path, load_episode_data(path).episodes
 
 
+@pytest.mark.slow
 def test_the_ranks_are_what_a_replay_injects_and_the_grades_are_the_judging_modes(history) -> None:
     path, episodes = history
     cfg = LabConfig().with_params(HASHING)
@@ -38,7 +40,7 @@ def test_the_ranks_are_what_a_replay_injects_and_the_grades_are_the_judging_mode
         assert ranked["id"].tolist() == injected[table.query_id]
         # the score is the config's weighted sum of the terms shown
         w = cfg.retrieval.weights
-        weights = np.array([w.semantic, w.lexical, w.task_type, w.confidence, w.recency])
+        weights = np.array([getattr(w, t) for t in TERMS])
         assert np.allclose(frame[list(TERM_COLUMNS)].to_numpy() @ weights, frame["score"].to_numpy())
         # the not injected rows follow by score
         rest = frame[frame["rank"].isna()]["score"].tolist()
@@ -63,6 +65,7 @@ def test_an_unknown_id_or_one_no_mode_asks_is_named(history) -> None:
         explain_queries(path, [first], config=cfg)
 
 
+@pytest.mark.slow
 def test_the_cli_prints_one_table_per_query(history, capsys) -> None:
     path, episodes = history
     qid = judge_mode(episodes, "repeat").query_ids[0]

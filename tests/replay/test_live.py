@@ -209,6 +209,7 @@ def test_no_memory_base_rate_matches_its_expectation():
     assert rate == pytest.approx(expected, abs=0.02)
 
 
+@pytest.mark.slow
 def test_later_refusals_retire_only_successes_whose_order_no_longer_works(minilm):
     """After the policy change the old booking order is refused; a lucky wrong order is refused again later. What
     hindsight retires is exactly such successes: orders the environment refuses at the end of the run."""
@@ -225,6 +226,7 @@ def test_later_refusals_retire_only_successes_whose_order_no_longer_works(minilm
     assert stale and all(rows[e]["task_type"] == "booking" and rows[e]["at"] < env.policy_changed for e in stale)
 
 
+@pytest.mark.slow
 def test_live_command_prints_one_row_per_seed_and_system_and_the_mean(tmp_path, capsys):
     from hindsight_lab.cli import main
 

@@ -15,6 +15,7 @@ from hindsight_lab.tracking import replay_metrics
 SYSTEMS = ["none", "dense", "bm25", "dense+ok", "bm25+ok", "hindsight"]
 
 
+@pytest.mark.slow
 def test_every_mode_is_reported_side_by_side(traces, minilm, tmp_path) -> None:
     path = traces(10, 3)
     report = run_replay(path, systems=SYSTEMS, embedder=minilm)
@@ -65,6 +66,7 @@ def test_the_success_only_baselines_never_inject_a_failure(traces, minilm) -> No
     assert {s for name, s in injected if name == "dense"} & failed  # negative control: dense keeps everything
 
 
+@pytest.mark.slow
 def test_a_mode_without_queries_is_not_applicable(minilm) -> None:
     from hindsight_lab.datasets.registry import resolve
 

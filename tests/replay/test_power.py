@@ -19,6 +19,7 @@ def test_a_history_has_the_asked_shape_and_effect() -> None:
     assert abs((success[followed].mean() - success[~followed].mean()) - 0.4) < 0.05
 
 
+@pytest.mark.slow
 def test_a_large_lift_clears_the_null_and_no_lift_seldom_does() -> None:
     strong = simulate_power(tasks=100, runs=4, lift=0.5, histories=10, shuffles=100, seed=1)
     assert strong["promoted"] == 10 and strong["cleared"] >= 9 and strong["mean_lift"] > 0.3
@@ -53,6 +54,7 @@ def test_each_evidence_reads_the_bar_calibrated_under_the_default_prior(evidence
         simulate_power(tasks=3, runs=1, lift=0.0, evidence="pairs", histories=1, shuffles=0)
 
 
+@pytest.mark.slow
 def test_lift_power_simulates_the_replays_own_shape_under_the_memorys_bar() -> None:
     from hindsight_lab.replay.lift import Run
     from hindsight_lab.replay.power import lift_power
@@ -70,6 +72,7 @@ def test_lift_power_simulates_the_replays_own_shape_under_the_memorys_bar() -> N
     assert "histories" not in lift_power([])  # nothing replayed: nothing simulated
 
 
+@pytest.mark.slow
 def test_a_replay_reports_the_power_of_its_lift_test_and_the_cli_prints_it(traces, capsys) -> None:
     from hindsight_lab.cli import main
     from hindsight_lab.replay.lift import runs_of

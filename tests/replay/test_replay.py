@@ -21,6 +21,7 @@ DATASETS = [("tau-bench/gpt-4o-airline.dev.json", 6), ("reflexion-hotpotqa/100_q
             ("locomo/locomo10.dev.json", 1)]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("relative, limit", DATASETS, ids=["tau-bench", "reflexion", "locomo"])
 def test_real_dataset_replays_with_every_system(relative, limit, minilm, tmp_path):
     report = run_replay(shared_dataset(relative), limit=limit, embedder=minilm)
@@ -43,6 +44,7 @@ def test_real_dataset_replays_with_every_system(relative, limit, minilm, tmp_pat
     assert len(report.per_episode) == 6 * m["judging"]["queries"]
 
 
+@pytest.mark.slow
 def test_judging_is_system_independent(minilm, tmp_path):
     from hindsight_lab.datasets import load
 
@@ -78,6 +80,7 @@ def test_empty_query_set_fails(tmp_path):
             {"embedder.model": "hashing-64"}))
 
 
+@pytest.mark.slow
 def test_cli_replay_prints_the_table_writes_the_report_and_logs_to_mlflow(tmp_path, capsys, _own_home):
     from mlflow.tracking import MlflowClient
 
@@ -101,6 +104,7 @@ def test_cli_replay_prints_the_table_writes_the_report_and_logs_to_mlflow(tmp_pa
     assert run.data.metrics["bm25.hit_at_3"] == saved["systems"]["bm25"]["hit@3"]
 
 
+@pytest.mark.slow
 def test_a_replay_keeps_its_stores_in_memory_unless_given_a_folder(minilm, tmp_path):
     """Without ``workdir`` each hindsight store lives in memory and is deleted when the replay ends; with one, the
     stores are Chroma folders left there to inspect. The figures are the same either way."""

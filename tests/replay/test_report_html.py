@@ -78,12 +78,14 @@ def replayed(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, str, str]:
     return out, uri, run.info.run_id
 
 
+@pytest.mark.slow
 def test_a_replay_writes_report_html_beside_metrics_json(replayed) -> None:
     out, _, _ = replayed
     assert (out / "report.html").is_file() and (out / "metrics.json").is_file()
     assert REPORT_FILES[0] == "report.html"
 
 
+@pytest.mark.slow
 def test_report_html_holds_every_modes_table_and_the_plots_and_needs_nothing_else(replayed) -> None:
     out, _, _ = replayed
     text = (out / "report.html").read_text(encoding="utf-8")
@@ -109,6 +111,7 @@ def test_report_html_holds_every_modes_table_and_the_plots_and_needs_nothing_els
     assert ">None<" not in text and ">nan<" not in text  # missing values read as —
 
 
+@pytest.mark.slow
 def test_report_html_is_logged_to_mlflow_with_the_other_files(replayed) -> None:
     from mlflow.tracking import MlflowClient
 
@@ -119,6 +122,7 @@ def test_report_html_is_logged_to_mlflow_with_the_other_files(replayed) -> None:
     assert Path(local).read_bytes() == (out / "report.html").read_bytes()
 
 
+@pytest.mark.slow
 def test_log_replay_without_a_folder_saves_and_logs_report_html(tmp_path: Path) -> None:
     from mlflow.tracking import MlflowClient
 

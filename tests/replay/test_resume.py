@@ -3,6 +3,8 @@ one (DESIGN §6; the journal is hindsight_lab/replay/journal.py)."""
 
 from __future__ import annotations
 
+import pytest
+
 import json
 import sys
 from pathlib import Path
@@ -23,6 +25,7 @@ def _judged(folder: Path) -> dict:
     return {"systems": systems, "intervals": m["intervals"], "tests": m["tests"], "judging": m["judging"]}
 
 
+@pytest.mark.slow
 def test_a_killed_replay_resumes_to_the_same_metrics(traces, tmp_path, capsys):
     dataset = traces(N_TASKS, TRIALS)
     # easier merging and promotion, so that L3 rules are promoted and injected (reuse_rate) in so short a replay

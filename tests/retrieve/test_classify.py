@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import pytest
+
 from datetime import timedelta
 
 from hindsight_lab import LabConfig, MemorySystem
@@ -509,6 +511,7 @@ def _lure_typing(pairs, minilm, **kw) -> list[bool]:
     return right
 
 
+@pytest.mark.slow
 def test_contrast_reads_a_query_by_the_words_that_set_it_apart_from_its_instances_other_request(minilm):
     from hindsight_lab.datasets.synthetic import generate
     from hindsight_lab.replay.lures import lure_pairs

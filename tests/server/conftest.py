@@ -9,7 +9,11 @@ from typing import Any
 
 import pytest
 
-SCORE_TERMS = {"semantic", "lexical", "task_type", "confidence", "recency", "redundancy", "total"}
+from hindsight_lab.retrieve.rerank import COLUMNS
+
+# every rerank term, the penalty and the total (a hit's score broken down by term, DESIGN §3)
+SCORE_TERMS = set(COLUMNS)
+assert {"semantic", "lexical", "task_type", "confidence", "recency", "redundancy", "total"} <= SCORE_TERMS
 
 SUCCESS = {"episode_id": "ep-ok-1", "instruction": "Refund order 5512 for Ana Silva",
            "steps": [{"type": "message", "role": "user", "content": "Refund order 5512 for Ana Silva"},

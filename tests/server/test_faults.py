@@ -109,6 +109,7 @@ def _calls(n: int) -> list[tuple[str, dict[str, Any]]]:
     return out
 
 
+@pytest.mark.slow
 def test_a_stalled_store_fails_every_call_within_the_bound_and_health_says_degraded(stallable) -> None:
     srv, url, chroma = stallable["srv"], stallable["url"], stallable["chroma"]
     # open the three namespaces and give each a record while the store is fine (a search of an empty namespace
@@ -144,6 +145,7 @@ def test_a_stalled_store_fails_every_call_within_the_bound_and_health_says_degra
     assert _health(srv)[0] == 200
 
 
+@pytest.mark.slow
 def test_a_killed_store_gives_tool_errors_naming_the_cause(stallable) -> None:
     srv, url, chroma = stallable["srv"], stallable["url"], stallable["chroma"]
     chroma.kill()
@@ -167,6 +169,7 @@ def _hold(folder: Path) -> subprocess.Popen:
     return proc
 
 
+@pytest.mark.slow
 def test_a_second_writer_is_refused_and_a_reader_is_not(tmp_path: Path) -> None:
     folder = tmp_path / "store"
     other = _hold(folder)
@@ -188,6 +191,7 @@ def test_a_second_writer_is_refused_and_a_reader_is_not(tmp_path: Path) -> None:
         other.wait()
 
 
+@pytest.mark.slow
 def test_a_lock_left_by_a_killed_writer_is_taken_over(tmp_path: Path) -> None:
     folder = tmp_path / "store"
     other = _hold(folder)

@@ -95,6 +95,7 @@ def _status(url: str, token: str | None = None, method: str = "GET", body: bytes
         return exc.code
 
 
+@pytest.mark.slow
 def test_every_http_request_needs_the_token(guarded: dict[str, Any]) -> None:
     srv = guarded["srv"]
     init = (b'{"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {"protocolVersion": "2025-06-18", '
@@ -113,6 +114,7 @@ def test_every_http_request_needs_the_token(guarded: dict[str, Any]) -> None:
     assert _status(srv.base_url + "/health", TOKEN, scheme="BEARER") == 200
 
 
+@pytest.mark.slow
 def test_the_mcp_client_with_the_token_works(guarded: dict[str, Any]) -> None:
     async def names() -> set[str]:
         async with http_client(guarded["srv"].url, TOKEN) as client:
@@ -122,6 +124,7 @@ def test_the_mcp_client_with_the_token_works(guarded: dict[str, Any]) -> None:
                                 "hindsight_memory_feedback"}
 
 
+@pytest.mark.slow
 def test_maintenance_runs_on_its_schedule(guarded: dict[str, Any]) -> None:
     srv = guarded["srv"]
     assert get_health(srv.base_url, TOKEN)["maintenance"]["interval_s"] == 1.0  # serve --set server.<key>
@@ -142,6 +145,7 @@ def test_maintenance_runs_on_its_schedule(guarded: dict[str, Any]) -> None:
     assert guarded["fresh_id"] in found  # negative control: the fresh rule is neither archived nor decayed
 
 
+@pytest.mark.slow
 def test_container_health_check_command(guarded: dict[str, Any]) -> None:
     cmd = [sys.executable, "-m", "hindsight_lab.cli.healthcheck", guarded["srv"].base_url]
     env = {k: v for k, v in os.environ.items() if k != ENV}
@@ -152,6 +156,7 @@ def test_container_health_check_command(guarded: dict[str, Any]) -> None:
     assert TOKEN not in denied.stderr + allowed.stderr + allowed.stdout
 
 
+@pytest.mark.slow
 def test_the_token_is_never_logged(guarded: dict[str, Any]) -> None:
     srv = guarded["srv"]
     assert _status(srv.base_url + "/health", "wrong-" + TOKEN) == 401

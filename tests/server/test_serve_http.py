@@ -56,6 +56,7 @@ def served(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFact
         assert code == 0, f"server exit code {code}; log:\n{srv.log_tail()}"
 
 
+@pytest.mark.slow
 def test_health_endpoint(served: dict[str, Any]) -> None:
     health = get_health(served["srv"].base_url)
     assert health["status"] == "ok" and health["service"] == "hindsight-lab"
@@ -66,6 +67,7 @@ def test_health_endpoint(served: dict[str, Any]) -> None:
         urllib.request.urlopen(served["srv"].url, timeout=5)
 
 
+@pytest.mark.slow
 def test_served_search_ranks_like_the_library_in_process(served: dict[str, Any], helpers: Any) -> None:
     ns = served["ranked_ns"]
 
@@ -89,6 +91,7 @@ def test_served_search_ranks_like_the_library_in_process(served: dict[str, Any],
     assert any(served["other_weights"][q] != served["expected"][q]["ids"] for q in QUERIES)
 
 
+@pytest.mark.slow
 def test_every_tool_two_namespaces_and_bad_inputs(served: dict[str, Any], helpers: Any) -> None:
     async def session() -> None:
         async with http_client(served["srv"].url) as client:
@@ -99,6 +102,7 @@ def test_every_tool_two_namespaces_and_bad_inputs(served: dict[str, Any], helper
     assert served["srv"].proc.poll() is None, "the server is still up"
 
 
+@pytest.mark.slow
 def test_oversize_request_body_is_refused(served: dict[str, Any]) -> None:
     # the declared size is enough: the server answers 413 before reading a byte of the body
     limit = served["settings"].max_request_bytes

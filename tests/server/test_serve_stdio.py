@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import pytest
+
 import os
 import sys
 from pathlib import Path
@@ -12,6 +14,7 @@ from hindsight_lab import LabConfig, MemorySystem
 from hindsight_lab.server.config import ServerConfig, served_yaml
 
 
+@pytest.mark.slow
 def test_stdio_server_serves_every_tool_and_namespace_and_survives_bad_input(tmp_path: Path, helpers) -> None:
     from mcp import Client
     from mcp.client.stdio import StdioServerParameters, stdio_client

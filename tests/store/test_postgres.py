@@ -300,6 +300,7 @@ def _open_fails(url: str, match: str, timeout_s: float = 5.0) -> str:
     return str(err.value)
 
 
+@pytest.mark.slow
 def test_wrong_password_fails_at_open_naming_the_url_without_the_password(password_server):
     port = password_server.rsplit(":", 1)[1].split("/")[0]
     wrong = password_server.replace(PASSWORD, "wrong-secret")

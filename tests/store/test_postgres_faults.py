@@ -28,6 +28,7 @@ def _mem(url: str, namespace: str = "faults") -> MemorySystem:
     return MemorySystem(cfg, embedder=HashingEmbedder(dim=64)).open()
 
 
+@pytest.mark.slow
 def test_a_restarted_database_gives_clear_errors_then_service_resumes(tmp_path: Path) -> None:
     proc, url = start_pgserver(tmp_path / "data")
     mem = _mem(url)

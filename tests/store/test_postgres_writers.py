@@ -134,6 +134,7 @@ def test_without_catching_up_the_other_process_writes_are_missed(postgres_url, m
     mem.close()
 
 
+@pytest.mark.slow
 def test_concurrent_duplicates_through_two_processes_end_in_one_record(postgres_url):
     namespace = _ns()
     procs = [_worker(postgres_url, namespace, "duplicate", tag) for tag in ("a", "b")]
@@ -178,6 +179,7 @@ def test_a_killed_holder_gives_the_lock_back(postgres_url):
     mem.close()
 
 
+@pytest.mark.slow
 def test_a_replay_on_postgres_scores_as_on_chroma(postgres_url, minilm):
     # issue 20's acceptance: the keyword, task-type and trigger paths served from the refreshed in-process indexes,
     # and exact search on a small store, give the Chroma replay's figures exactly (timings aside)

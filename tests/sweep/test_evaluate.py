@@ -34,6 +34,7 @@ def tau_cache(minilm):
     return data, capture(data, LabConfig(), embedder=minilm)
 
 
+@pytest.mark.slow
 def test_fast_evaluation_equals_full_replay(tau_cache, minilm) -> None:
     data, cache = tau_cache
     assert len(cache.queries) > 10 and sum(len(q.candidates) for q in cache.queries) > 0
@@ -49,6 +50,7 @@ def test_fast_evaluation_equals_full_replay(tau_cache, minilm) -> None:
     assert fast["tokens_median"].nunique() > 1 and fast["ndcg@5"].nunique() > 1
 
 
+@pytest.mark.slow
 def test_batches_and_chunks_agree(tau_cache) -> None:
     _, cache = tau_cache
     rng = np.random.default_rng(3)

@@ -54,6 +54,7 @@ def test_a_summary_is_kept_whole_and_a_torn_file_is_run_again(tmp_path: Path) ->
     assert store.get(_key(seed=7)) is None and len(list(store.folder.iterdir())) == 1
 
 
+@pytest.mark.slow
 def test_a_sweep_run_again_takes_its_live_runs_from_the_store(tmp_path: Path, minilm, monkeypatch) -> None:
     spec = SweepSpec.from_dict({
         "name": "live", "datasets": [{"name": "tau-bench-airline-sample"}], "split": {"test_fraction": 0.4},
@@ -77,6 +78,7 @@ def test_a_sweep_run_again_takes_its_live_runs_from_the_store(tmp_path: Path, mi
         again.values(cfgs[0], "final_quarter", [2])
 
 
+@pytest.mark.slow
 def test_the_sweep_command_keeps_its_live_runs_where_it_is_told(tmp_path: Path, capsys) -> None:
     import yaml
 
@@ -101,6 +103,7 @@ def test_the_sweep_command_keeps_its_live_runs_where_it_is_told(tmp_path: Path, 
         main(["sweep", str(spec), "--live-runs", str(kept), "--no-live-runs"])
 
 
+@pytest.mark.slow
 def test_runs_made_in_workers_are_kept_even_when_another_run_fails(tmp_path: Path, minilm) -> None:
     """Two runs at once: the one whose config cannot load its model fails, the other is kept in the store as soon as
     it is made, so the sweep run again after the fix does not make it again."""

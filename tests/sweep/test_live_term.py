@@ -65,6 +65,7 @@ def test_a_seed_is_a_unit_and_a_fold_adds_the_mean_of_its_seeds(tmp_path: Path) 
     assert list(joint_groups([], [live])) == [f"live:{s}" for s in range(6)]
 
 
+@pytest.mark.slow
 def test_a_sweep_with_a_live_term_scores_each_config_in_the_live_environment(tmp_path: Path, minilm) -> None:
     spec = SweepSpec.from_dict(_spec(configs=[{}, {"retrieval.weights.confidence": 0.2}]), folder=tmp_path)
     result = run_sweep(spec, embedder=minilm, mlflow=False)
@@ -91,6 +92,7 @@ def test_a_sweep_with_a_live_term_scores_each_config_in_the_live_environment(tmp
         comp.loc["dense", "test.ndcg@5"] + comp.loc["dense", "test.live.final_quarter"])
 
 
+@pytest.mark.slow
 def test_runs_made_in_worker_processes_give_the_same_figures(tmp_path: Path, minilm) -> None:
     """``live.workers``: the runs of several configs and seeds in processes of their own, each loading the model;
     a run is deterministic given its config and seed, so the figures are the ones made in this process."""

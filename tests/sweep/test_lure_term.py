@@ -52,6 +52,7 @@ def test_lure_seeds_and_live_seeds_are_groups_of_their_own(tmp_path: Path) -> No
     assert lures.item_weights.tolist() == [0.5, 0.5]  # one seed per fold: the fold adds 0.5 × its seed's figure
 
 
+@pytest.mark.slow
 def test_a_sweep_with_a_lure_term_scores_each_config_on_the_lures(tmp_path: Path, minilm) -> None:
     spec = SweepSpec.from_dict(_spec(configs=[{}, {"retrieval.weights.task_type": 0.6}]), folder=tmp_path)
     result = run_sweep(spec, embedder=minilm, mlflow=False)

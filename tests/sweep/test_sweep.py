@@ -40,6 +40,7 @@ def swept(tmp_path_factory: pytest.TempPathFactory, minilm):
     return spec, result, uri, folder
 
 
+@pytest.mark.slow
 def test_trials_grouped_scored_cross_validated_and_chosen(swept, minilm) -> None:
     spec, result, _, _ = swept
     table = result.trials
@@ -82,6 +83,7 @@ def _split(result, name: str) -> list[str]:
     return split_queries(groups, result.spec.split.test_fraction, result.spec.split.seed)[name]
 
 
+@pytest.mark.slow
 def test_mlflow_parent_children_artifacts(swept, tmp_path: Path) -> None:
     _, result, uri, _ = swept
     c = client(uri)
@@ -162,6 +164,7 @@ def test_mlflow_ui_serves_the_sweep(swept) -> None:
         proc.wait(timeout=30)
 
 
+@pytest.mark.slow
 def test_a_list_of_configs_that_each_set_other_fields_is_chosen_among(tmp_path: Path, minilm) -> None:
     """The ``list`` sampler (how the default config is chosen): each trial sets its own fields, the others keep
     the base config's values; the selection compares them all with the base, on the committed sample."""

@@ -134,7 +134,7 @@ def main() -> None:
     from hindsight_lab.datasets import load
     from hindsight_lab.datasets.synthetic import generate
     from hindsight_lab.embed import make_embedder
-    from hindsight_lab.replay.lures import lure_pairs
+    from hindsight_lab.scenarios.lures import lure_pairs
     from hindsight_lab.trace.summary import derive_task_type
 
     embed = _unit(make_embedder("all-MiniLM-L6-v2"))

@@ -23,7 +23,7 @@ import numpy as np
 from hindsight_lab.config import LabConfig
 from hindsight_lab.datasets.synthetic import generate
 from hindsight_lab.embed import embedder_for
-from hindsight_lab.replay.lures import lure_pairs
+from hindsight_lab.scenarios.lures import lure_pairs
 from hindsight_lab.retrieve.wording import mask_entities
 
 

@@ -8,7 +8,7 @@ the same Beta(1, 1) priors. A check passes the promotion bar when that posterior
 min_mean_confidence``), a run that followed it succeeded, and the runs that confirmed it come from at least three
 tasks (``promotion.min_hits``; told apart here by the dataset's task id). Checks that pass are then tested within
 tasks: the share of passing checks whose lift survives a null that shuffles outcomes among the runs of each task
-(``hindsight_lab.replay.lift``), i.e. that says something beyond which tasks are easy::
+(``hindsight_lab.rule_stats.lift``), i.e. that says something beyond which tasks are easy::
 
     python experiments/order_checks.py tau-bench-airline-dev
     python experiments/order_checks.py tau2-telecom-cross-dev [--state-changing] [--top 15]
@@ -44,7 +44,7 @@ from hindsight_lab.config import LabConfig
 from hindsight_lab.datasets.combine import load_history
 from hindsight_lab.datasets.registry import resolve
 from hindsight_lab.memory.verify import helps_probability
-from hindsight_lab.replay.lift import Run, null_lifts, pooled_lift, runs_of
+from hindsight_lab.rule_stats.lift import Run, null_lifts, pooled_lift, runs_of
 from hindsight_lab.trace.checks import Check
 
 
@@ -71,7 +71,7 @@ def passing_checks(runs: list[Run], *, state_changing: bool, read_only: tuple[st
 
 
 def within_task_p(check: Check, runs: list[Run], n: int) -> float:
-    """One-sided p of the check's lift against the replay's null (:func:`~hindsight_lab.replay.lift.null_lifts`:
+    """One-sided p of the check's lift against the replay's null (:func:`~hindsight_lab.rule_stats.lift.null_lifts`:
     outcomes shuffled among each task's runs)."""
     observed, compared = pooled_lift([(check, -1)], runs)
     if not compared:

@@ -18,7 +18,7 @@ import pytest
 from hindsight_lab import LabConfig, MemorySystem
 from hindsight_lab.embed import HashingEmbedder, SentenceTransformerEmbedder
 
-from support import T0  # noqa: F401  (re-exported for tests that take it from here)
+from support import T0, write_traces  # noqa: F401  (T0 re-exported for tests that take it from here)
 
 
 # ------------------------------------------------------------------ tests that say what they cost (issue 53)
@@ -311,3 +311,12 @@ def make_mem(backend: str, tmp_path: Path, request: pytest.FixtureRequest, minil
     yield factory
     for mem in opened:
         mem.close()
+
+
+@pytest.fixture
+def traces(tmp_path: Path) -> Callable[..., Path]:
+    """``traces(n_tasks, trials)`` writes :func:`support.write_traces` into tmp_path and returns the file (the
+    replay and rule-statistics tests use it)."""
+    def make(n_tasks: int, trials: int, seed: int = 0) -> Path:
+        return write_traces(tmp_path / f"traces-{n_tasks}x{trials}-{seed}.jsonl", n_tasks, trials, seed)
+    return make

@@ -52,14 +52,14 @@ def _seeded_table(args: argparse.Namespace, build: Any, **formatters: Any) -> in
 
 
 def run_live(args: argparse.Namespace) -> int:
-    from ..replay.live import live_table
+    from ..scenarios.live import live_table
 
     return _seeded_table(args, lambda systems, seeds: live_table(
         systems, seeds=seeds, n_tasks=args.tasks, config=load_config(args), top_k=args.top_k, show_progress=True))
 
 
 def run_lures(args: argparse.Namespace) -> int:
-    from ..replay.lures import lure_table
+    from ..scenarios.lures import lure_table
 
     whole = "{:.0f}".format  # pair counts (the mean row averages them)
     return _seeded_table(args, lambda systems, seeds: lure_table(

@@ -80,7 +80,7 @@ class PromotionConfig(Section):
     that followed it and of every one that did not; ``within_task``, only the pairs of runs of one task (the same
     instance, ``same_task_overlap``; the runs it was proposed from included) that it tells apart — one followed it and
     one did not, one succeeded and one failed — so a rule whose followers were merely in easier tasks gains nothing
-    (the null its lift is tested against, :mod:`hindsight_lab.replay.lift`). Then the tasks that confirm it are
+    (the null its lift is tested against, :mod:`hindsight_lab.rule_stats.lift`). Then the tasks that confirm it are
     those with a pair that agrees with it."""
     distinct: Literal["tasks", "episodes"] = Field("tasks", json_schema_extra=affects(WRITE))
     """What counts as different: ``tasks`` — runs about different instances (the identifiers they name,

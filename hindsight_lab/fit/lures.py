@@ -1,4 +1,4 @@
-"""The lexical lures as training data for the fit: every generated pair (:mod:`hindsight_lab.replay.lures`) replayed
+"""The lexical lures as training data for the fit: every generated pair (:mod:`hindsight_lab.scenarios.lures`) replayed
 on a fresh hindsight store, its recall kept, in one :class:`~hindsight_lab.sweep.cache.ReplayCache`.
 
 A lure is a stored run about the same customer as the query that asked for another kind of task, worded so that
@@ -29,7 +29,7 @@ __all__ = ["lure_cache"]
 
 def _renamed(pairs: Sequence[Any], seed: int) -> list[Any]:
     """The pairs of one seed with every episode id prefixed by the seed (ids repeat across seeds)."""
-    from ..replay.lures import LurePair
+    from ..scenarios.lures import LurePair
 
     def rename(ep: Any) -> Any:
         return ep.model_copy(update={"episode_id": f"s{seed}-{ep.episode_id}",
@@ -44,7 +44,7 @@ def lure_cache(seeds: Sequence[int], *, pairs: int, embedder: Any, config: LabCo
     """Every pair of every seed replayed through one fresh ``hindsight`` system each, the query's recall kept."""
     from ..datasets.synthetic import generate
     from ..embed import PrefetchedEmbedder, TokenCounter, embedder_for
-    from ..replay.lures import replay_pair, lure_pairs
+    from ..scenarios.lures import replay_pair, lure_pairs
     from ..replay.systems import build_systems
     from ..retrieve.inject import HEADERS, SECTIONS
 

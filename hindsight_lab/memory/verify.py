@@ -25,7 +25,7 @@ it tells apart — one run followed it and the other did not, one succeeded and 
 run that followed succeeded. The confidence is ``P(θ > ½)`` for the chance ``θ`` that such a pair agrees, under the
 same prior (:func:`agree_probability`), the proposed one while no pair exists, and the tasks that confirm the rule
 are those of its agreeing pairs. A rule whose followers were only in easier tasks gains nothing: that is what the
-null of its lift keeps (:mod:`hindsight_lab.replay.lift`).
+null of its lift keeps (:mod:`hindsight_lab.rule_stats.lift`).
 
 A candidate is promoted (article §3.3, "three verifications") when the runs that confirmed it, with the runs it was
 proposed from, come from ``promotion.min_hits`` different tasks — told apart by what they were about, the identifiers

@@ -17,11 +17,11 @@ from ..errors import ConfigError, NothingToDo
 from ..metrics import Judgements
 from ..metrics.modes import MODES, judge_mode
 from ..redact import mask_data
-from .ceiling import Bar, rule_ceiling
+from ..rule_stats.ceiling import Bar, rule_ceiling
 from .engine import ReplayRun, run_conversations, run_episodes
 from .journal import JOURNAL_DIR, Journal
-from .lift import lift_report, runs_of
-from .power import lift_power
+from ..rule_stats.lift import lift_report, runs_of
+from ..rule_stats.power import lift_power
 from .records import rules_injected
 from .report import EMPTY_QUERY_SET, METRICS, ReplayReport, judge
 from .systems import BASELINE_KEY, CONVERSATION_BASELINE_KEY, build_systems, check_systems

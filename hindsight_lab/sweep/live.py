@@ -1,5 +1,5 @@
 """The live environment as a term of a sweep's objective (``live.final_quarter``): every candidate config runs the
-live environment (:mod:`hindsight_lab.replay.live`) on the spec's dev seeds, and a seed is a unit of the
+live environment (:mod:`hindsight_lab.scenarios.live`) on the spec's dev seeds, and a seed is a unit of the
 cross-validation as a task is for a replay.
 
 A replay measures recall against judged labels; the live environment measures what recall does for an agent that
@@ -27,7 +27,7 @@ if TYPE_CHECKING:
 
 #: The judging-mode prefix of a live term in an objective (``live.final_quarter``).
 MODE = "live"
-#: A live metric by name → the key of :meth:`~hindsight_lab.replay.live.report.LiveReport.summary` it reads:
+#: A live metric by name → the key of :meth:`~hindsight_lab.scenarios.live.report.LiveReport.summary` it reads:
 #: first-attempt success in the final and in the first quarter of the run, and over the whole run.
 METRICS: dict[str, str] = {"final_quarter": "final_window", "first_quarter": "first_window", "success": "success"}
 #: The systems the comparison runs beside the configs, in the same environment.
@@ -53,7 +53,7 @@ class LiveSpec(SeededSpec):
 def _summary(cfg: "LabConfig", seed: int, systems: tuple[str, ...], tasks: int, top_k: int,
              embedder: Any) -> dict[str, Any]:
     """One live run's summary per system (a worker process builds its own embedder: ``embedder`` None)."""
-    from ..replay.live import run_live
+    from ..scenarios.live import run_live
 
     return run_live(list(systems), n_tasks=tasks, seed=seed, config=cfg, embedder=embedder, top_k=top_k).summary()
 

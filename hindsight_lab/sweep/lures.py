@@ -1,5 +1,5 @@
 """The lexical lures as a term of a sweep's objective (``lures.right_first``): every candidate config replays the
-generated lure pairs of each dev seed (:mod:`hindsight_lab.replay.lures`, as ``hindsight-lab lures`` does), and a
+generated lure pairs of each dev seed (:mod:`hindsight_lab.scenarios.lures`, as ``hindsight-lab lures`` does), and a
 seed is a unit of the cross-validation as a task is for a replay (:mod:`.seeded`).
 
 A lure is a stored episode about the same customer, order or booking as the query that asks for another kind of
@@ -52,7 +52,7 @@ def _summary(cfg: "LabConfig", seed: int, systems: tuple[str, ...], pairs: int, 
     embedder: ``embedder`` None)."""
     from ..datasets.synthetic import generate
     from ..embed import embedder_for
-    from ..replay.lures import evaluate_lures, lure_pairs
+    from ..scenarios.lures import evaluate_lures, lure_pairs
 
     names = list(dict.fromkeys([LURED, *systems]))
     report = evaluate_lures(lure_pairs(generate("lures", n=pairs, seed=seed)),

@@ -19,7 +19,7 @@ from hindsight_lab.datasets.synthetic import (
     shared_tokens,
     write_fixtures,
 )
-from hindsight_lab.replay.lures import lure_pairs
+from hindsight_lab.scenarios.lures import lure_pairs
 from hindsight_lab.replay.runner import run_replay
 
 from support import REPO

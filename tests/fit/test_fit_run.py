@@ -64,7 +64,7 @@ def test_the_cli_exports_a_config_that_replay_loads(tmp_path: Path, capsys) -> N
 
 def test_lure_pairs_from_the_cache_inject_what_the_lure_replay_injects() -> None:
     from hindsight_lab.datasets.synthetic import generate
-    from hindsight_lab.replay.lures import evaluate_lures, lure_pairs
+    from hindsight_lab.scenarios.lures import evaluate_lures, lure_pairs
 
     emb = HashingEmbedder(dim=256)
     cfg = LabConfig().with_params({"embedder.model": "hashing-256"})

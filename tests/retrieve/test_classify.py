@@ -514,7 +514,7 @@ def _lure_typing(pairs, minilm, **kw) -> list[bool]:
 @pytest.mark.slow
 def test_contrast_reads_a_query_by_the_words_that_set_it_apart_from_its_instances_other_request(minilm):
     from hindsight_lab.datasets.synthetic import generate
-    from hindsight_lab.replay.lures import lure_pairs
+    from hindsight_lab.scenarios.lures import lure_pairs
 
     # the lure says "Please cancel order 27214, the green coffee grinder that …" where the query says "Set up an
     # exchange on order 27214, the green coffee grinder that …": read whole, the embedding weighs the grinder more

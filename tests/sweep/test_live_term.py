@@ -11,7 +11,7 @@ import pytest
 
 from hindsight_lab.config import LabConfig
 from hindsight_lab.errors import ConfigError
-from hindsight_lab.replay.live import live_table
+from hindsight_lab.scenarios.live import live_table
 from hindsight_lab.sweep import SweepSpec, run_sweep
 from hindsight_lab.sweep.live import LiveTerm
 from hindsight_lab.sweep.select import cv_scores

@@ -9,7 +9,7 @@ import pytest
 
 from hindsight_lab.config import LabConfig
 from hindsight_lab.errors import ConfigError
-from hindsight_lab.replay.lures import lure_table
+from hindsight_lab.scenarios.lures import lure_table
 from hindsight_lab.sweep import SweepSpec, run_sweep
 from hindsight_lab.sweep.live import LiveTerm
 from hindsight_lab.sweep.lures import LureTerm

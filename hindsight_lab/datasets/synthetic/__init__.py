@@ -5,8 +5,8 @@ The package owns the synthetic task catalogue (:mod:`.tasks`: task types, their 
 state-changing tools must be called in, small hand-written instruction templates), the words and the draws every
 generator makes (:mod:`.names`), the scenario generator (:func:`generate`, one module per scenario family) and the
 committed fixtures under ``datasets/synthetic/`` (:mod:`.fixtures`; ``python -m hindsight_lab.datasets.synthetic``
-regenerates them byte for byte). :mod:`hindsight_lab.replay.live` reuses the catalogue,
-:mod:`hindsight_lab.replay.lures` evaluates the lures; :mod:`.rules` plants contradicting rules for the conflict
+regenerates them byte for byte). :mod:`hindsight_lab.scenarios.live` reuses the catalogue,
+:mod:`hindsight_lab.scenarios.lures` evaluates the lures; :mod:`.rules` plants contradicting rules for the conflict
 pass and :mod:`.corpus` writes the search benchmark's corpus.
 
 Scenarios (``n`` counts groups; each group has its own span of days on the generator's own clock):

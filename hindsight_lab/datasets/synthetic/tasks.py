@@ -2,7 +2,7 @@
 and hand-written instruction templates (slots from :func:`~hindsight_lab.datasets.synthetic.names.draw_entities`).
 
 The scenarios (:func:`~hindsight_lab.datasets.synthetic.generate`) and the live environment
-(:mod:`hindsight_lab.replay.live`) share it.
+(:mod:`hindsight_lab.scenarios.live`) share it.
 """
 
 from __future__ import annotations

@@ -23,7 +23,7 @@ reflector. Each form's ``forward`` replays an ideal memory, which sees the runs 
 Tasks are told apart by the dataset's task ids: this is judging-side analysis, never read by a memory.
 
 Examples:
-    >>> from hindsight_lab.replay.lift import Run
+    >>> from hindsight_lab.rule_stats.lift import Run
     >>> runs = [Run(f"{t}{i}", t, "", 0, tools, ok) for t in ("a", "b", "c")
     ...         for i, (tools, ok) in enumerate([(("get", "pay"), True), (("pay",), False)])]
     >>> rule = within_task_support(runs, lambda r: "pay" in r.tools, lambda r: "get" in r.tools[:r.tools.index("pay")])

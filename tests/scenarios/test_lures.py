@@ -9,7 +9,7 @@ import pytest
 
 from hindsight_lab import LabConfig
 from hindsight_lab.datasets.synthetic import generate
-from hindsight_lab.replay.lures import LureReport, classify_injected, evaluate_lures, lure_pairs
+from hindsight_lab.scenarios.lures import LureReport, classify_injected, evaluate_lures, lure_pairs
 from hindsight_lab.replay.systems import Injected
 
 

@@ -79,7 +79,7 @@ def run_live(systems_names: Sequence[str], *, n_tasks: int, seed: int = 0, confi
     """
     from ...config import LabConfig
     from ...embed import TokenCounter, embedder_for
-    from ..systems import build_systems
+    from ...replay.systems import build_systems
 
     cfg = config or LabConfig()
     if embedder is None:

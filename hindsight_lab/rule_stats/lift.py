@@ -11,7 +11,7 @@ that mean, and its p-value is high.
 
 The recorded agents never saw the rules: the lift says whether a rule **predicts** success, not that following it
 causes it. Cause is measured where an agent reads the memory — the live environment
-(:mod:`hindsight_lab.replay.live`).
+(:mod:`hindsight_lab.scenarios.live`).
 
 Examples:
     >>> from hindsight_lab.trace.checks import Check

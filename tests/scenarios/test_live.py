@@ -9,7 +9,7 @@ import pytest
 
 from hindsight_lab import LabConfig
 from hindsight_lab.datasets.synthetic import START, TASK_TYPES, build_episode, draw_entities
-from hindsight_lab.replay.live import (
+from hindsight_lab.scenarios.live import (
     FLIP_TYPE,
     Hint,
     LiveEnv,

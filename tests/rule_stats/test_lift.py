@@ -1,4 +1,4 @@
-"""The lift of promoted rules (hindsight_lab.replay.lift): only runs after the promotion, per source agent, an
+"""The lift of promoted rules (hindsight_lab.rule_stats.lift): only runs after the promotion, per source agent, an
 interval over whole tasks and a null that shuffles outcomes within each task; and the line the CLI prints."""
 
 from __future__ import annotations
@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 from hindsight_lab.cli.replay import _lift_line
-from hindsight_lab.replay.lift import Run, lift_report, pooled_lift
+from hindsight_lab.rule_stats.lift import Run, lift_report, pooled_lift
 from hindsight_lab.trace import Episode
 from hindsight_lab.trace.checks import Check
 from hindsight_lab.tracking import replay_metrics

@@ -15,7 +15,7 @@ from dataclasses import astuple
 from itertools import product
 
 from hindsight_lab.datasets.synthetic import TASK_TYPES, TRAP_TYPES, generate
-from hindsight_lab.replay.live import LiveEnv, plan_calls, read_hints
+from hindsight_lab.scenarios.live import LiveEnv, plan_calls, read_hints
 
 
 def _digest(value) -> str:

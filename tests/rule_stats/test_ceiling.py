@@ -7,8 +7,8 @@ from typing import Any
 import pytest
 
 from hindsight_lab.config import LabConfig
-from hindsight_lab.replay.ceiling import Bar, Support, forward_lift, promoted_after, rule_ceiling, within_task_support
-from hindsight_lab.replay.lift import Run, RunTest, runs_of
+from hindsight_lab.rule_stats.ceiling import Bar, Support, forward_lift, promoted_after, rule_ceiling, within_task_support
+from hindsight_lab.rule_stats.lift import Run, RunTest, runs_of
 from hindsight_lab.trace.checks import Check
 from hindsight_lab.replay.runner import run_replay
 from hindsight_lab.sweep.cache import load_episode_data

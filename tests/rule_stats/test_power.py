@@ -5,8 +5,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from hindsight_lab.replay.ceiling import Bar
-from hindsight_lab.replay.power import simulate_power, simulated_history
+from hindsight_lab.rule_stats.ceiling import Bar
+from hindsight_lab.rule_stats.power import simulate_power, simulated_history
 
 
 def test_a_history_has_the_asked_shape_and_effect() -> None:
@@ -56,8 +56,8 @@ def test_each_evidence_reads_the_bar_calibrated_under_the_default_prior(evidence
 
 @pytest.mark.slow
 def test_lift_power_simulates_the_replays_own_shape_under_the_memorys_bar() -> None:
-    from hindsight_lab.replay.lift import Run
-    from hindsight_lab.replay.power import lift_power
+    from hindsight_lab.rule_stats.lift import Run
+    from hindsight_lab.rule_stats.power import lift_power
 
     # 12 tasks, most run 3 times: the shape is the task count and the median runs of a task
     runs = [Run(f"{t}-{i}", f"t{t}", "", 0, (), True) for t in range(12) for i in range(3 if t < 10 else 1)]
@@ -75,8 +75,8 @@ def test_lift_power_simulates_the_replays_own_shape_under_the_memorys_bar() -> N
 @pytest.mark.slow
 def test_a_replay_reports_the_power_of_its_lift_test_and_the_cli_prints_it(traces, capsys) -> None:
     from hindsight_lab.cli import main
-    from hindsight_lab.replay.lift import runs_of
-    from hindsight_lab.replay.power import lift_power
+    from hindsight_lab.rule_stats.lift import runs_of
+    from hindsight_lab.rule_stats.power import lift_power
     from hindsight_lab.sweep.cache import load_episode_data
 
     path = traces(20, 4, seed=2)

@@ -19,6 +19,7 @@ def test_import_is_light():
     assert json.loads(out) == []
 
 
+@pytest.mark.slow
 def test_demo_tells_the_whole_story(tmp_path, capsys):
     assert main(["demo", "--store", str(tmp_path / "store")]) == 0
     out = capsys.readouterr().out
@@ -80,7 +81,7 @@ def test_replay_resume_needs_an_out_folder(tmp_path, capsys):
 def test_nothing_to_do_ends_with_one_line_and_exit_3(tmp_path, capsys):
     # Regression (issue 16): the project's own demo file ended in a traceback "the replay has an empty query set";
     # reflect of a file with no valid line under --skip-invalid raised KeyError: 'reflect'.
-    from hindsight_lab.demo import demo_episodes_path
+    from hindsight_lab.scenarios.demo import demo_episodes_path
 
     assert main(["replay", str(demo_episodes_path()), "--no-mlflow"]) == 3
     err = capsys.readouterr().err

@@ -119,7 +119,7 @@ def test_missing_file():
 def test_export_keeps_the_llm_connection_and_never_echoes_a_pasted_key(tmp_path):
     # Regression (issue 16): `export` dropped reflect.llm.api_key_env and api_base, so a re-loaded export had no
     # LLM settings; and a key pasted into api_key_env by mistake was echoed in the error.
-    from hindsight_lab.export import export_config
+    from hindsight_lab.tracking.export import export_config
 
     cfg = LabConfig().with_params({"reflect.reflector": "litellm", "reflect.llm.model": "openai/local",
                                    "reflect.llm.api_base": "http://127.0.0.1:8080/v1",

@@ -22,7 +22,7 @@ def add_parser(sub: Any) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from ..demo import run_demo
+    from ..scenarios.demo import run_demo
     from ..memory import MemorySystem
 
     cfg = load_config(args)

@@ -55,7 +55,7 @@ def run(args: argparse.Namespace) -> int:
     if args.out:
         from .. import __version__
         from ..config import Provenance
-        from ..export import export_config
+        from ..tracking.export import export_config
 
         prov = Provenance(run_id=result.run_id, package_version=__version__, dataset_sha256="+".join(result.dataset_sha256.values()),
                           metrics={f"cv.{k}": float(v) for k, v in result.cv.items()})

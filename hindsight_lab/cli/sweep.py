@@ -98,7 +98,7 @@ def run_sweep(args: argparse.Namespace) -> int:
                        show_progress=args.progress, echo=print, live_runs=store, study=study)
     print_sweep(result, args.top)
     if args.out and result.chosen_config is not None:
-        from ..export import export_config
+        from ..tracking.export import export_config
         from ..sweep.run import with_provenance
 
         export_config(with_provenance(result), args.out)
@@ -164,7 +164,7 @@ def selection_text(sel: dict) -> str:
 def run_export(args: argparse.Namespace) -> int:
     from .. import __version__
     from ..config import Provenance
-    from ..export import config_from_run, export_config
+    from ..tracking.export import config_from_run, export_config
 
     if not args.out:  # not required=True: then the old spellings, which fill the same dest, would be refused
         raise ConfigError("the following arguments are required: --out")

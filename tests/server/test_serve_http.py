@@ -14,7 +14,7 @@ import anyio
 import pytest
 
 from hindsight_lab import LabConfig, MemorySystem
-from hindsight_lab.demo import DEMO_QUERY, DEMO_REFUND_QUERY, run_demo
+from hindsight_lab.scenarios.demo import DEMO_QUERY, DEMO_REFUND_QUERY, run_demo
 from hindsight_lab.server.config import load_served
 from hindsight_lab.server.process import ServeProcess, get_health, http_client
 from support import REPO

@@ -15,7 +15,7 @@ import yaml
 
 from hindsight_lab.cli import main
 from hindsight_lab.errors import ConfigError
-from hindsight_lab.export import export_config
+from hindsight_lab.tracking.export import export_config
 from hindsight_lab.sweep import SweepSpec, run_sweep
 from hindsight_lab.sweep import workers
 from hindsight_lab.sweep.run import with_provenance

@@ -6,7 +6,7 @@ lives is given at serve time.
 
 Examples:
     >>> from hindsight_lab.config import LabConfig
-    >>> from hindsight_lab.export import export_config
+    >>> from hindsight_lab.tracking.export import export_config
     >>> text = export_config(LabConfig())  # no path: only the YAML text
     >>> "retrieval:" in text and "store:" not in text
     True
@@ -20,9 +20,9 @@ import warnings
 from pathlib import Path
 from typing import Any
 
-from .config import LabConfig, Provenance
-from .errors import ConfigError, HindsightLabWarning
-from .redact import MASK, has_secret, mask_secrets
+from ..config import LabConfig, Provenance
+from ..errors import ConfigError, HindsightLabWarning
+from ..redact import MASK, has_secret, mask_secrets
 
 _ABSOLUTE = re.compile(r"^(/|~|[A-Za-z]:[\\/]|file:)")
 
@@ -71,8 +71,8 @@ def config_from_run(run_id: str, *, tracking_uri: str | None = None) -> LabConfi
     """
     from mlflow.exceptions import MlflowException
 
-    from . import __version__
-    from .tracking import client
+    from .. import __version__
+    from .runs import client
 
     c = client(tracking_uri)
     try:

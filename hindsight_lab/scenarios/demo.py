@@ -9,11 +9,11 @@ from datetime import datetime, timedelta
 from pathlib import Path
 from typing import Any
 
-from .datasets.jsonl import read_jsonl
-from .errors import HindsightLabError
-from .memory import MemorySystem
-from .retrieve.result import SearchResult
-from .trace import Episode
+from ..datasets.jsonl import read_jsonl
+from ..errors import HindsightLabError
+from ..memory import MemorySystem
+from ..retrieve.result import SearchResult
+from ..trace import Episode
 
 DEMO_QUERY = "Pull last quarter's East China sales figures."
 DEMO_REFUND_QUERY = "A customer asks for a refund on order 9911."
@@ -21,7 +21,7 @@ DEMO_REFUND_QUERY = "A customer asks for a refund on order 9911."
 
 def demo_episodes_path() -> Path:
     """``datasets/demo/episodes.jsonl`` of the project checkout."""
-    path = Path(__file__).resolve().parents[1] / "datasets" / "demo" / "episodes.jsonl"
+    path = Path(__file__).resolve().parents[2] / "datasets" / "demo" / "episodes.jsonl"
     if not path.is_file():
         raise HindsightLabError(f"demo episodes not found at {path.name}: install the project from its checkout "
                                 "(pip install -e .) so the datasets/ folder is next to the package")

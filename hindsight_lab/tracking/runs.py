@@ -21,7 +21,7 @@ artifacts are the saved report (``report.html``, ``metrics.json``, ``episodes.cs
 params, every named one is attached as ``configs/<name>.yaml`` and listed in the ``replay.configs`` param.
 
 Examples:
-    >>> from hindsight_lab.tracking import metric_key
+    >>> from hindsight_lab.tracking.runs import metric_key
     >>> metric_key("ndcg@5")
     'ndcg_at_5'
     >>> with start_run("my-experiment", tracking_uri="sqlite:////tmp/hl/mlflow.db") as run:  # doctest: +SKIP
@@ -41,13 +41,13 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Iterator, Mapping
 
-from ._env import home, set_offline_defaults
-from .errors import ConfigError, MissingDependencyError
-from .redact import has_secret, mask_secrets
+from .._env import home, set_offline_defaults
+from ..errors import ConfigError, MissingDependencyError
+from ..redact import has_secret, mask_secrets
 
 if TYPE_CHECKING:
-    from .config import LabConfig
-    from .replay.report import ReplayReport
+    from ..config import LabConfig
+    from ..replay.report import ReplayReport
 
 logger = logging.getLogger(__name__)
 
@@ -269,8 +269,8 @@ def replay_params(report: "ReplayReport", config: "LabConfig | None" = None,
                   configs: Mapping[str, "LabConfig"] | None = None) -> dict[str, Any]:
     """MLflow params of a replay: the ``hindsight`` config as replayed (shared ``top_k`` and budget, retrieval
     effects off), ``dataset.*`` and ``replay.*``."""
-    from .config import LabConfig
-    from .replay.systems import replay_config
+    from ..config import LabConfig
+    from ..replay.systems import replay_config
 
     ds = report.metrics["dataset"]
     cfg = replay_config(config or LabConfig(), top_k=int(ds["top_k"]), token_budget=int(ds["token_budget"]))
@@ -306,9 +306,9 @@ def log_replay(report: "ReplayReport", *, config: "LabConfig | None" = None,
             folder); only the report's own files are logged from it.
         tags: extra run tags.
     """
-    from . import __version__
-    from .config import LabConfig
-    from .replay.report import REPORT_FILES
+    from .. import __version__
+    from ..config import LabConfig
+    from ..replay.report import REPORT_FILES
 
     ds = report.metrics["dataset"]
     all_tags = {"hindsight_lab.kind": "replay", "hindsight_lab.version": __version__,

@@ -45,7 +45,8 @@ import numpy as np
 from ..memory.verify import CODES, CONFIRMS, agree_probability, helps_probability, pair_vote, run_code
 from ..trace.arguments import Source, argument_sources
 from ..trace.checks import Check
-from .lift import Run, RunTest, against_null, null_lifts, pooled_lift, runs_of, within_task_shuffles
+from .lift import (Run, RunTest, against_null, lift_over_time, null_lifts, pooled_lift, runs_of,
+                   within_task_shuffles)
 
 #: The rule forms counted, in report order; ``order`` is the only one a rule's check can express today.
 FORMS: tuple[str, ...] = ("order", "call", "avoid", "stated", "grounded")
@@ -180,11 +181,13 @@ def promoted_after(runs: Sequence[Run], test: RunTest, bar: Bar = Bar(), evidenc
 def forward_lift(runs: Sequence[Run], promoted: Sequence[tuple[RunTest, int]], *, seed: int = 0,
                  n: int = 1000) -> dict[str, Any]:
     """The pooled lift of ``promoted`` rules (each with the order of its promotion) on the runs after their
-    promotion, with the lift's null (:func:`~.lift.null_lifts`): what a replay's lift block would read."""
+    promotion, with the lift's null (:func:`~.lift.null_lifts`): what a replay's lift block would read; and
+    ``over_time``, the same lift as the history grows (:func:`~.lift.lift_over_time`)."""
     lift, compared = pooled_lift(promoted, runs)
     out: dict[str, Any] = {"promoted": len(promoted), "lift": lift if compared else None, "runs_compared": compared}
     if compared:
         out.update(against_null(lift, null_lifts(promoted, runs, seed, n)))
+        out["over_time"] = lift_over_time(promoted, runs)
     return out
 
 

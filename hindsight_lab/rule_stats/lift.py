@@ -81,6 +81,33 @@ def pooled_lift(rules: Sequence[tuple[Check | RunTest, int]], runs: Sequence[Run
     return (total / weight if weight else float("nan")), weight
 
 
+def lift_over_time(rules: Sequence[tuple[Check | RunTest, int]], runs: Sequence[Run], points: int = 20
+                   ) -> list[dict[str, Any]]:
+    """The pooled lift as the history grows: at ``points`` cut-offs spread over the runs' orders, the lift
+    (:func:`pooled_lift`) of the rules promoted by then, read on the runs after each promotion seen so far. Each
+    point is ``{"runs": cut-off order, "promoted": rules promoted by then, "lift": lift or None, "runs_compared": n}``;
+    the last is the whole history's lift.
+
+    Examples:
+        >>> runs = [Run(f"e{i}", f"t{i % 3}", "a", i, ("x",) if i % 2 else (), i % 2 == 1) for i in range(12)]
+        >>> x = RunTest(lambda r: True, lambda r: "x" in r.tools)
+        >>> [(p["runs"], p["promoted"], p["lift"]) for p in lift_over_time([(x, 3)], runs, points=3)]
+        [(0, 0, None), (6, 1, 1.0), (11, 1, 1.0)]
+    """
+    if not runs:
+        return []
+    last = max(r.order for r in runs)
+    cuts = sorted({int(round(c)) for c in np.linspace(min(r.order for r in runs), last, max(points, 1))})
+    out = []
+    for cut in cuts:
+        seen = [r for r in runs if r.order <= cut]
+        promoted = [(rule, after) for rule, after in rules if after < cut]
+        lift, compared = pooled_lift(promoted, seen) if promoted else (float("nan"), 0)
+        out.append({"runs": cut, "promoted": len(promoted), "lift": lift if compared else None,
+                    "runs_compared": compared})
+    return out
+
+
 def lift_report(rules: Sequence[Any], episodes: Sequence[Any], times: Sequence[datetime], *, seed: int = 0,
                 n: int = 1000, injected: Mapping[str, set[str]] | None = None, overlap: float = 0.5
                 ) -> dict[str, Any]:

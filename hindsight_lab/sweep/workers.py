@@ -6,32 +6,21 @@ holds every trial; while a batch is scored a thread records its trials' heartbea
 (:func:`start_workers`, ``multiprocessing``'s spawn context: each builds its own embedder and datasets, and reads the
 replay caches the first of them captured, :mod:`.replay_files`). :func:`worker_main` is a started process's entry.
 
-Fault injection, for tests (the style of :mod:`hindsight_lab.crashpoints`): :func:`arm` a point of :data:`POINTS`
-in a process (a started worker arms what its :class:`Job` names), and the loop runs the action — by default
-``SIGKILL`` to itself, the crash nothing can catch — the ``after``-th time it reaches the point:
-
-- ``sweep.asked``: a batch is asked (its trials RUNNING, their heartbeats recorded), not yet scored;
-- ``sweep.scored``: the batch is scored, not yet kept in the study nor told (a worker lost mid-trial).
-
-Examples:
-    >>> hits = []
-    >>> arm("sweep.scored", action=lambda: hits.append(1), after=2)
-    >>> reached("sweep.scored"); reached("sweep.scored"); hits
-    [1]
-    >>> disarm()
+Fault injection, for tests: the loop calls :func:`hindsight_lab.crashpoints.reached` at ``sweep.asked`` and
+``sweep.scored`` (a started worker arms what its :class:`Job` names), so a test can SIGKILL a worker mid-trial.
 """
 
 from __future__ import annotations
 
 import logging
 import os
-import signal
 import threading
 import time
 import traceback
 from dataclasses import dataclass, field
 from typing import Any, Callable, Sequence
 
+from ..crashpoints import arm, disarm, reached  # noqa: F401  (disarm: tests disarm here what they armed)
 from .live_runs import LiveRunStore
 from .pipeline import Setup, prepare
 from .replay_files import ReplayFiles
@@ -40,41 +29,6 @@ from .study import Asked, SharedStudy, StudyError
 from .trials import score_batch
 
 logger = logging.getLogger(__name__)
-
-POINTS = ("sweep.asked", "sweep.scored")
-
-_armed: dict[str, list] = {}  # point -> [calls left before the action, action]
-
-
-def _kill() -> None:
-    os.kill(os.getpid(), signal.SIGKILL)
-
-
-def arm(point: str, *, action: Callable[[], None] = _kill, after: int = 1) -> None:
-    """Run ``action`` (default: ``SIGKILL`` this process) the ``after``-th time ``point`` is reached.
-
-    Raises:
-        ValueError: an unknown point, or ``after`` below 1.
-    """
-    if point not in POINTS:
-        raise ValueError(f"unknown crash point {point!r}; expected one of {list(POINTS)}")
-    if after < 1:
-        raise ValueError(f"after: expected 1 or more (got {after})")
-    _armed[point] = [after, action]
-
-
-def disarm() -> None:
-    _armed.clear()
-
-
-def reached(point: str) -> None:
-    entry = _armed.get(point)
-    if entry is None:
-        return
-    entry[0] -= 1
-    if entry[0] == 0:
-        del _armed[point]
-        entry[1]()
 
 
 @dataclass(frozen=True)

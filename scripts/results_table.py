@@ -1,9 +1,10 @@
 """The results table of README.md and docs/results.md, made from the replays kept in the repository.
 
-Reads ``experiments/results/<dataset>/metrics.json`` (what ``hindsight-lab replay <dataset> --no-mlflow --out
+Reads ``experiments/results/<dataset>/metrics.json`` (any version of its layout, through
+``hindsight_lab.evaluation.load_metrics``; what ``hindsight-lab replay <dataset> --no-mlflow --out
 experiments/results/<dataset>`` writes; only metrics.json is kept) and writes one markdown table: for each dataset
 and judging mode with queries, hindsight's nDCG@5 with its bootstrap 95 % interval, the best of the baselines that
-mode compares it with (``hindsight_lab.replay.report.RIVALS``), the margin and the paired randomization test's
+mode compares it with (``hindsight_lab.evaluation.report.RIVALS``), the margin and the paired randomization test's
 p-value. The table sits between the two marker lines in each target file. No figure is typed by hand: re-run the
 replays, then this script with ``--write``.
 
@@ -17,7 +18,6 @@ Usage::
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 from pathlib import Path
 
@@ -26,42 +26,28 @@ RESULTS = REPO / "experiments" / "results"
 TARGETS = (REPO / "README.md", REPO / "docs" / "results.md")
 START = "<!-- results-table:start (scripts/results_table.py writes this table; do not edit) -->"
 END = "<!-- results-table:end -->"
-MODES = ("repeat", "transfer", "outcome")
 METRIC = "ndcg@5"
 
 
-def _rivals() -> dict[str, tuple[str, ...]]:
+def _load(path: Path):
     sys.path.insert(0, str(REPO))
-    from hindsight_lab.replay.report import RIVALS  # the baselines each mode compares hindsight with
+    from hindsight_lab.evaluation import load_metrics  # every version of metrics.json
 
-    return RIVALS
-
-
-def _mode(metrics: dict, mode: str) -> dict | None:
-    """The mode's queries, systems, intervals and tests (``repeat`` is the top level of metrics.json)."""
-    if mode == "repeat":
-        return {"queries": metrics["judging"]["queries"], "systems": metrics["systems"],
-                "intervals": metrics["intervals"], "tests": metrics["tests"]}
-    block = metrics.get("modes", {}).get(mode)
-    return block if block and block.get("queries") else None
+    return load_metrics(path)
 
 
 def rows(results: Path = RESULTS) -> list[list[str]]:
     """One row per dataset (by folder name) and judging mode with queries."""
-    rivals = _rivals()
     out = []
     for path in sorted(results.glob("*/metrics.json")):
-        metrics = json.loads(path.read_text(encoding="utf-8"))
-        for mode in MODES:
-            block = _mode(metrics, mode)
-            if block is None:
-                continue
-            systems = block["systems"]
-            best = max((r for r in rivals[mode] if r in systems), key=lambda r: systems[r][METRIC])
-            ours, theirs = systems["hindsight"][METRIC], systems[best][METRIC]
-            low, high = block["intervals"]["hindsight"][METRIC][1:]
-            p = block["tests"][best][METRIC]
-            out.append([f"`{path.parent.name}`", mode, str(block["queries"]), f"{ours:.3f} [{low:.3f}, {high:.3f}]",
+        result = _load(path)
+        for mode in result.judged_modes():
+            block = result.mode(mode)
+            best = max(block.rivals(), key=lambda r: block.value(r, METRIC))
+            ours, theirs = block.value("hindsight", METRIC), block.value(best, METRIC)
+            low, high = block.interval("hindsight", METRIC)[1:]
+            p = block.p_value(best, METRIC)
+            out.append([f"`{path.parent.name}`", mode, str(block.queries), f"{ours:.3f} [{low:.3f}, {high:.3f}]",
                         f"{best} {theirs:.3f}", f"{ours - theirs:+.3f}", f"{p:.3f}"])
     return out
 

@@ -174,13 +174,13 @@ def _check_replay(nb: nbformat.NotebookNode) -> None:
         assert line in modes, f"per-mode tables:\n{modes}"
     groups = _text(_outputs(nb, 'report.group_table("ndcg@5")'))
     assert "best_baseline" in groups and "margin" in groups and "mean" in groups, f"group table:\n{groups}"
-    assert "lift" in _text(_outputs(nb, 'report.metrics["lift"]')) or "no later run" in \
-        _text(_outputs(nb, 'report.metrics["lift"]'))
-    ceiling = _text(_outputs(nb, 'report.metrics["rule_ceiling"]'))
+    assert "lift" in _text(_outputs(nb, 'report.result.lift')) or "no later run" in \
+        _text(_outputs(nb, 'report.result.lift'))
+    ceiling = _text(_outputs(nb, 'report.result.rule_ceiling'))
     assert "tasks have both a success and a failure" in ceiling and "ideal lift" in ceiling, ceiling
     for form in ("order", "avoid", "stated", "grounded", "chance"):
         assert form in ceiling, ceiling
-    power = _text(_outputs(nb, 'report.metrics["lift_power"]'))
+    power = _text(_outputs(nb, 'report.result.lift_power'))
     assert "'histories': 40" in power and "'cleared'" in power, power
     explained = _text(_outputs(nb, "explain_queries(data.paths"))
     for column in ("rank", "semantic", "lexical", "task_type_match", "score", "repeat"):

@@ -431,7 +431,7 @@ def _killed(ran: Ran, runs: dict[str, Ran]) -> None:
 def _resumed(ran: Ran, runs: dict[str, Ran]) -> None:
     held = re.search(r"^resumed: (\d+) units taken from the journal$", ran.out, re.MULTILINE)
     assert held and int(held[1]) >= 5 and "report written to reports/tau" in ran.out, ran.out
-    assert json.loads(ran.file("reports/tau/metrics.json"))["judging"]["queries"] == 15
+    assert json.loads(ran.file("reports/tau/metrics.json"))["modes"]["repeat"]["queries"] == 15
     assert not (ran.work / "reports" / "tau" / JOURNAL_DIR).exists()  # removed once the report is written
 
 

@@ -68,17 +68,18 @@ def test_a_replay_is_one_mlflow_run_with_params_metrics_and_artifacts(tmp_path, 
     run = MlflowClient(tracking_uri=uri).get_run(run_id)
     assert run.info.status == "FINISHED"
     params, metrics = run.data.params, run.data.metrics
-    assert params["dataset.sha256"] == report.metrics["dataset"]["sha256"] and len(params["dataset.sha256"]) == 64
+    assert params["dataset.sha256"] == report.result.dataset["sha256"] and len(params["dataset.sha256"]) == 64
     assert params["retrieval.weights.semantic"] == "0.35"  # a config field
     assert params["retrieval.top_k"] == "10" and params["replay.top_k"] == "10"  # the config as the replay ran it
     assert params["replay.systems"] == "none,bm25,hindsight"
-    for name, values in report.metrics["systems"].items():
+    repeat = report.mode("repeat")  # logged without a prefix, as runs always were
+    for name, values in repeat.systems.items():
         for m in ("ndcg@5", "hit@3", "recall@10", "mrr", "queries"):
             assert metrics[f"{name}.{metric_key(m)}"] == pytest.approx(values[m])
-    assert metrics["hindsight.ndcg_at_5"] == pytest.approx(report.metrics["systems"]["hindsight"]["ndcg@5"])
-    low, high = report.metrics["intervals"]["bm25"]["ndcg@5"][1:]
+    assert metrics["hindsight.ndcg_at_5"] == pytest.approx(repeat.value("hindsight", "ndcg@5"))
+    low, high = repeat.interval("bm25", "ndcg@5")[1:]
     assert (metrics["bm25.ndcg_at_5.ci_low"], metrics["bm25.ndcg_at_5.ci_high"]) == pytest.approx((low, high))
-    assert metrics["bm25.ndcg_at_5.p_vs_hindsight"] == pytest.approx(report.metrics["tests"]["bm25"]["ndcg@5"])
+    assert metrics["bm25.ndcg_at_5.p_vs_hindsight"] == pytest.approx(repeat.p_value("bm25", "ndcg@5"))
     assert replay_metrics(report.metrics).keys() == metrics.keys()
 
     artifacts = {a.path for a in MlflowClient(tracking_uri=uri).list_artifacts(run_id)}

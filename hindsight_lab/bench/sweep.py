@@ -45,7 +45,7 @@ def run_sweep_bench(dataset: str | Path, *, fmt: str = "auto", configs: int = 10
         result = run_sweep(spec, embedder=embedder, baselines=False)
     t = result.timing
     per_config = t["eval_s"] / configs
-    return {"dataset": dataset.name, "queries": int(full.metrics["judging"]["queries"]), "configs": configs,
+    return {"dataset": dataset.name, "queries": full.mode("repeat").queries, "configs": configs,
             "model_load_s": load_s, "full_replay_s": full_s, "cache_replay_s": t["capture_s"],
             "evaluation_s": t["eval_s"], "mlflow_s": t["mlflow_s"], "per_config_ms": per_config * 1000,
             "speedup_per_config": full_s / per_config if per_config else float("inf"),

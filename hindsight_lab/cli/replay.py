@@ -66,7 +66,7 @@ def run(args: argparse.Namespace) -> int:
                         limit=args.limit, skip_invalid=args.skip_invalid, show_progress=True, seed=args.seed,
                         out=args.out, resume=args.resume, baseline_key=args.baseline_key)
     print_replay(report)
-    if args.resume and not report.metrics["timing"].get("resumed_units"):
+    if args.resume and not report.result.timing.get("resumed_units"):
         print(f"--resume: no journal of an unfinished replay in {args.out}: replayed from the start")
     if args.out:
         print(f"report written to {args.out}")
@@ -102,42 +102,42 @@ def skipped_note(dataset: dict) -> str:
 def print_replay(report: "ReplayReport") -> None:
     import pandas as pd
 
-    from ..replay.report import MODE_QUESTION
+    from ..evaluation.report import MODE_QUESTION
 
-    ds = report.metrics["dataset"]
-    print(f"{ds['name']} ({ds['format']}): {ds['n_episodes']} episodes, {report.metrics['judging']['queries']} "
-          f"queries in {report.metrics['judging']['groups']} groups; order: {ds['order']}; clock: {ds['clock']}; "
+    result = report.result
+    ds, repeat = result.dataset, result.mode("repeat")
+    print(f"{ds['name']} ({ds['format']}): {ds['n_episodes']} episodes, {repeat.queries} "
+          f"queries in {repeat.groups} groups; order: {ds['order']}; clock: {ds['clock']}; "
           f"top_k {ds['top_k']}, budget {ds['token_budget']} tokens; retrieval effects {ds['retrieval_effects']}")
     if skipped_note(ds):
         print(f"read: {skipped_note(ds)}")
     with pd.option_context("display.width", 220, "display.max_columns", 20):
-        print(f"repeat ({MODE_QUESTION['repeat']}):")
-        print(report.table().to_string())
-        if line := group_line(report, "repeat"):
-            print(line)
-        for mode in report.modes()[1:]:
-            cell = report.metrics["modes"][mode]
-            print(f"\n{mode} ({MODE_QUESTION[mode]}; {cell['queries']} queries in {cell['groups']} groups):")
-            print(report.table(mode=mode).to_string())
+        for mode in result.judged_modes():
+            cell = result.mode(mode)
+            if mode == "repeat":  # its counts are on the dataset's line
+                print(f"repeat ({MODE_QUESTION['repeat']}):")
+            else:
+                print(f"\n{mode} ({MODE_QUESTION[mode]}; {cell.queries} queries in {cell.groups} groups):")
+            print(cell.table().to_string())
             if line := group_line(report, mode):
                 print(line)
-        absent = [m for m, cell in report.metrics.get("modes", {}).items() if not cell.get("queries")]
+        absent = result.comparison.absent_modes()
         if absent:
             print(f"\n{', '.join(absent)}: n/a (no query of that kind in this replay)")
         by_source = report.source_table()
         if len(by_source):
             print("\nby source (queries of each file):")
             print(by_source.to_string(float_format=lambda v: f"{v:.3f}", na_rep="—"))
-    for name, refl in ((n, v) for n, v in report.metrics["systems"].items() if "trigger_rate" in v):
+    for name, refl in ((n, v) for n, v in repeat.systems.items() if "trigger_rate" in v):
         print(f"{name}: trigger rate {refl['trigger_rate']:.3f} {refl['trigger_reasons']}, "
               f"promotions {refl['promotions']}, reuse rate {refl['reuse_rate']:.3f}")
-    for name, lift in report.metrics.get("lift", {}).items():
+    for name, lift in result.lift.items():
         print(_lift_line(name, lift))
-    if "rule_ceiling" in report.metrics:
-        print(_ceiling_line(report.metrics["rule_ceiling"]))
-    if "histories" in report.metrics.get("lift_power", {}):
-        print(_power_line(report.metrics["lift_power"]))
-    timing = dict(report.metrics["timing"])
+    if result.rule_ceiling:
+        print(_ceiling_line(result.rule_ceiling))
+    if "histories" in result.lift_power:
+        print(_power_line(result.lift_power))
+    timing = dict(result.timing)
     resumed = timing.pop("resumed_units", 0)
     print("timing (s): " + ", ".join(f"{k} {v:.1f}" for k, v in timing.items()))
     if resumed:
@@ -146,14 +146,14 @@ def print_replay(report: "ReplayReport") -> None:
 
 def group_line(report: "ReplayReport", mode: str, metrics: tuple[str, ...] = ("ndcg@5", "recall@10")) -> str:
     """How general hindsight's margin is (:meth:`ReplayReport.group_table`): group by group, against the best of
-    the mode's baselines (:data:`~hindsight_lab.replay.report.RIVALS`) that were replayed, its mean, range and the
+    the mode's baselines (:data:`~hindsight_lab.evaluation.report.RIVALS`) that were replayed, its mean, range and the
     groups it leads and trails; "" without them."""
     baselines = report.rivals(mode)
     if "hindsight" not in report.systems or not baselines:
         return ""
     parts = []
     for metric in metrics:
-        margin = report.group_table(metric, mode, baselines=baselines)["margin"]
+        margin = report.mode(mode).margins(metric, baselines=baselines)["margin"]
         parts.append(f"{metric} mean {margin.mean():+.3f} (from {margin.min():+.3f} to {margin.max():+.3f}), "
                      f"ahead in {int((margin > 0).sum())}, behind in {int((margin < 0).sum())} of {len(margin)}")
     rival = (baselines[0] if len(baselines) == 1 else f"the better of {baselines[0]} and {baselines[1]}"

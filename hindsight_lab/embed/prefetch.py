@@ -29,13 +29,14 @@ class PrefetchedEmbedder(WrappingEmbedder):
     Args:
         inner: the embedder whose vectors these are (its name, dimension and tokenizer are reported).
         texts: texts to embed ahead (duplicates are embedded once). When ``inner`` is itself a
-            PrefetchedEmbedder its vectors are kept and only new texts are embedded.
+            PrefetchedEmbedder the two share one table of vectors (a vector depends only on its text): only new
+            texts are embedded, and what either embeds the other knows, so one cache can serve several replays.
     """
 
     def __init__(self, inner: Any, texts: Iterable[str]) -> None:
         known: dict[str, np.ndarray] = {}
-        if isinstance(inner, PrefetchedEmbedder):  # prefetching again: keep its vectors, wrap what it wraps
-            known, inner = dict(inner._known), inner.wrapped
+        if isinstance(inner, PrefetchedEmbedder):  # prefetching again: share its vectors, wrap what it wraps
+            known, inner = inner._known, inner.wrapped
         super().__init__(inner)
         unique = [t for t in dict.fromkeys(texts) if t not in known]
         if unique:

@@ -43,7 +43,8 @@ def lure_cache(seeds: Sequence[int], *, pairs: int, embedder: Any, config: LabCo
                top_k: int = 10) -> ReplayCache:
     """Every pair of every seed replayed through one fresh ``hindsight`` system each, the query's recall kept."""
     from ..datasets.synthetic import generate
-    from ..embed import PrefetchedEmbedder, TokenCounter, embedder_for
+    from ..embed import TokenCounter, embedder_for
+    from ..replay.runner import prefetch
     from ..scenarios.lures import replay_pair, lure_pairs
     from ..replay.systems import build_systems
     from ..retrieve.inject import HEADERS, SECTIONS
@@ -53,7 +54,7 @@ def lure_cache(seeds: Sequence[int], *, pairs: int, embedder: Any, config: LabCo
     all_pairs = [(seed, p) for seed in seeds for p in _renamed(lure_pairs(generate("lures", n=pairs, seed=seed)),
                                                                seed)]
     episodes = [e for _, p in all_pairs for e in (*p.memories, p.query)]
-    emb = PrefetchedEmbedder(embedder or embedder_for(cfg.embedder), [e.instruction for e in episodes])
+    emb, _ = prefetch(embedder or embedder_for(cfg.embedder), episodes, (), cfg, summaries=False)
     judged, queries = [], []
     for seed, pair in all_pairs:
         for ep in pair.memories:

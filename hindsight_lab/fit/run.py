@@ -202,7 +202,6 @@ def _cross_validate(spec: FitSpec, base: LabConfig, table: Sequence[RankQuery], 
 def _leave_one_out(spec: FitSpec, base: LabConfig, table: Sequence[RankQuery], embedder: Any,
                    show_progress: bool, say: Callable[[str], None]) -> list[dict[str, Any]]:
     """Each dataset replayed with the weights learnt on the others, beside the baselines: one row per mode."""
-    from ..replay.report import RIVALS
     from ..replay.runner import run_replay
 
     rows: list[dict[str, Any]] = []
@@ -215,13 +214,12 @@ def _leave_one_out(spec: FitSpec, base: LabConfig, table: Sequence[RankQuery], e
         for mode in spec.modes:
             if mode not in report.modes():
                 continue
-            part = report.metrics if mode == "repeat" else report.metrics["modes"][mode]
-            score = {s: float(v[spec.metric]) for s, v in part["systems"].items()}
-            rivals = [s for s in RIVALS[mode] if s in score]
+            part = report.mode(mode)
+            score = {s: float(part.value(s, spec.metric)) for s in part.systems}
+            rivals = part.rivals()
             best = max(rivals, key=score.__getitem__)
-            groups = report.group_table(spec.metric, mode, baselines=rivals)
-            queries = part["judging"]["queries"] if mode == "repeat" else part["queries"]
-            rows.append({"dataset": name, "mode": mode, "queries": int(queries), "hindsight": score["hindsight"],
+            groups = part.margins(spec.metric, baselines=rivals)
+            rows.append({"dataset": name, "mode": mode, "queries": part.queries, "hindsight": score["hindsight"],
                          "best_baseline": best, "best": score[best], "margin": score["hindsight"] - score[best],
                          "groups_ahead": int((groups.margin > 0).sum()),
                          "groups_behind": int((groups.margin < 0).sum()), "weights": weights})

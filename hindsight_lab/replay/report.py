@@ -1,66 +1,80 @@
-"""Judging a replay and reporting it: one set of judgements for every system, metrics with bootstrap intervals and
-paired randomization tests against ``hindsight``, a per-episode DataFrame, plots, one HTML page of it all, and
-``save(dir)``."""
+"""Judging a replay and reporting it: the replay's records judged by :func:`~hindsight_lab.evaluation.compare` (one
+set of judgements for every system, per judging mode), the typed :class:`~hindsight_lab.evaluation.ReplayMetrics`
+with the replay's own facts, the per-episode tables, plots, one HTML page of it all, and ``save(dir)``."""
 
 from __future__ import annotations
 
 import io
 import json
-import math
 from dataclasses import dataclass, field
+from functools import cached_property
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Mapping, Sequence
 
-import numpy as np
-
 from ..errors import NothingToDo
-from ..metrics import Judgements, aggregate, bootstrap_ci, evaluate, hit_rate, paired_randomization_test
-from ..metrics.modes import MODES
+from ..evaluation import HEADLINE, METRICS, ReplayMetrics, compare, episodes_file
+from ..evaluation.report import MODE_QUESTION, RIVALS
+from ..metrics import Judgements
 from .engine import ReplayRun
 from .records import rules_injected
 
 if TYPE_CHECKING:
     import pandas as pd
 
-METRICS: tuple[str, ...] = ("ndcg@3", "ndcg@5", "ndcg@10", "hit@3", "hit@5", "hit@10", "recall@3", "recall@5",
-                            "recall@10", "precision@5", "precision_filled@5", "mrr", "fill@10", "r_precision")
-HEADLINE: tuple[str, ...] = ("ndcg@5", "hit@3", "hit@5", "recall@10")
+    from ..evaluation import Comparison, ModeReport
+
+__all__ = ["EMPTY_QUERY_SET", "HEADLINE", "METRICS", "MODE_QUESTION", "PLOTS", "REPORT_FILES", "RIVALS",
+           "ReplayReport", "judge"]
+
 PLOTS: tuple[str, ...] = ("hits_over_time", "memory", "tokens", "success")
 EMPTY_QUERY_SET = ("the replay has an empty query set: no episode has an earlier run of its task to recall (replay "
                    "a file with repeated tasks, or several agents' files of the same tasks together)")
-#: The baselines hindsight is compared with in each judging mode: in ``outcome`` the success-only ones too, since a
-#: careful user would keep only what worked there (the better of all four is the one to beat).
-RIVALS: dict[str, tuple[str, ...]] = {"repeat": ("dense", "bm25"), "transfer": ("dense", "bm25"),
-                                      "outcome": ("dense", "bm25", "dense+ok", "bm25+ok")}
-#: What each judging mode asks, as the tables' headings say it.
-MODE_QUESTION: dict[str, str] = {"repeat": "queries whose task ran before",
-                                 "transfer": "first runs of a task, judged by earlier runs of other tasks of its type",
-                                 "outcome": "queries whose task succeeded before, judged by what worked"}
 #: The files :meth:`ReplayReport.save` writes (``report.html`` holds the others' tables and plots in one page).
 REPORT_FILES: tuple[str, ...] = ("report.html", "metrics.json", "episodes.csv", *(f"{p}.png" for p in PLOTS))
 
 
 @dataclass
 class ReplayReport:
-    """Metrics (``metrics.json`` shape), the per-episode table, and the raw run."""
+    """A judged replay: the typed :class:`~hindsight_lab.evaluation.ReplayMetrics` (``result``; ``metrics`` is its
+    ``metrics.json`` mapping), the per-episode tables, and the raw run."""
 
-    metrics: dict[str, Any]
-    per_episode: "pd.DataFrame"
+    result: ReplayMetrics
     run: ReplayRun
     judgements: Judgements = field(repr=False)
-    mode_episodes: dict[str, "pd.DataFrame"] = field(default_factory=dict, repr=False)
-    """The per-episode table of every other judging mode with queries (``transfer``, ``outcome``)."""
+
+    @property
+    def comparison(self) -> "Comparison":
+        return self.result.comparison
+
+    @property
+    def metrics(self) -> dict[str, Any]:
+        """The ``metrics.json`` mapping (:data:`~hindsight_lab.evaluation.SCHEMA_VERSION`)."""
+        return self.result.to_json()
 
     @property
     def systems(self) -> list[str]:
-        return list(self.metrics["systems"])
+        return list(self.run.systems) if self.run is not None else self.result.systems
 
-    def source_table(self, metrics: Sequence[str] = HEADLINE) -> "pd.DataFrame":
+    def mode(self, name: str) -> "ModeReport":
+        """The typed report of judging mode ``name`` (a clear error when it has no queries)."""
+        return self.result.mode(name)
+
+    @cached_property
+    def per_episode(self) -> "pd.DataFrame":
+        """The ``repeat`` mode's per-episode table: one row per system and query."""
+        return self.result.comparison.modes["repeat"].frame()
+
+    @cached_property
+    def mode_episodes(self) -> dict[str, "pd.DataFrame"]:
+        """The per-episode table of every other judging mode with queries (``transfer``, ``outcome``)."""
+        return {m: self.result.comparison.modes[m].frame() for m in self.modes() if m != "repeat"}
+
+    def source_table(self, metrics: Sequence[str] = HEADLINE, mode: str = "repeat") -> "pd.DataFrame":
         """(source, system) × metrics, plus ``tokens_median`` and the query count: the per-source breakdown of a
         replay of several files (empty when the queries come from one source)."""
         import pandas as pd
 
-        rows = {(src, name): cell for src, systems in self.metrics.get("by_source", {}).items()
+        rows = {(src, name): cell for src, systems in self.result.comparison.modes[mode].by_source.items()
                 for name, cell in systems.items()}
         frame = pd.DataFrame.from_dict(rows, orient="index")
         if len(frame):
@@ -70,30 +84,11 @@ class ReplayReport:
 
     def modes(self) -> list[str]:
         """The judging modes with queries in this replay, ``repeat`` first."""
-        return ["repeat"] + [m for m, cell in self.metrics.get("modes", {}).items() if cell.get("queries")]
+        return self.result.judged_modes()
 
     def table(self, metrics: Sequence[str] = HEADLINE, mode: str = "repeat") -> "pd.DataFrame":
         """Systems × metrics of a judging mode, each cell ``mean [low, high]`` where an interval was computed."""
-        import pandas as pd
-
-        part = self.metrics if mode == "repeat" else self.metrics.get("modes", {}).get(mode, {})
-        if "systems" not in part:
-            raise ValueError(f"judging mode {mode!r} has no queries in this replay (modes with queries: "
-                             f"{', '.join(self.modes())})")
-        rows = {}
-        for name, values in part["systems"].items():
-            row = {}
-            for m in metrics:
-                ci = part["intervals"].get(name, {}).get(m)
-                row[m] = f"{values[m]:.3f} [{ci[1]:.3f}, {ci[2]:.3f}]" if ci else f"{values[m]:.3f}"
-            for extra in ("r_precision", "hit_rate", "oracle_hit@10", "tokens_median", "tokens_p95"):
-                if extra in values:
-                    row[extra] = round(values[extra], 3) if isinstance(values[extra], float) else values[extra]
-            p = part["tests"].get(name, {}).get(metrics[0])
-            if p is not None:
-                row[f"p({metrics[0]} vs hindsight)"] = round(p, 4)
-            rows[name] = row
-        return pd.DataFrame.from_dict(rows, orient="index")
+        return self.mode(mode).table(metrics)
 
     def rivals(self, mode: str) -> list[str]:
         """The baselines hindsight is compared with in ``mode`` (:data:`RIVALS`) that this replay ran."""
@@ -110,24 +105,7 @@ class ReplayReport:
         better baseline of each group, so its minimum and spread (``.margin.describe()``) show what a new group
         can expect. Groups are weighted alike here; the pooled tables weigh queries alike.
         """
-        frame = self.per_episode if mode == "repeat" else self.mode_episodes.get(mode)
-        if frame is None:
-            raise ValueError(f"judging mode {mode!r} has no queries in this replay (modes with queries: "
-                             f"{', '.join(self.modes())})")
-        if metric not in frame:
-            raise ValueError(f"no metric {metric!r} in the per-episode table (have: "
-                             f"{', '.join(m for m in METRICS if m in frame)})")
-        missing = [s for s in (reference, *baselines) if s not in set(frame["system"])]
-        if missing:
-            raise ValueError(f"system(s) {', '.join(missing)} not in this replay (replayed: "
-                             f"{', '.join(self.systems)})")
-        table = frame.pivot_table(index="group", columns="system", values=metric, aggfunc="mean")
-        table = table[[s for s in self.systems if s in table]]
-        best = table[list(baselines)]
-        table["best_baseline"] = best.idxmax(axis=1)
-        table["margin"] = table[reference] - best.max(axis=1)
-        table.columns.name = None
-        return table
+        return self.mode(mode).margins(metric, reference, baselines)
 
     # ------------------------------------------------------------------ plots
     def plot_hits_over_time(self, k: int = 5, window: int = 20, ax: Any = None) -> Any:
@@ -199,10 +177,7 @@ class ReplayReport:
         (``pictures``, default :meth:`pictures`)."""
         from ..report.html import replay_page
 
-        groups = {mode: (rivals, self.group_table("ndcg@5", mode, baselines=rivals)) for mode in self.modes()
-                  if "hindsight" in self.systems and (rivals := self.rivals(mode))}
-        return replay_page(self.metrics, tables={mode: self.table(mode=mode) for mode in self.modes()},
-                           questions=MODE_QUESTION, groups=groups, sources=self.source_table(),
+        return replay_page(self.result, questions=MODE_QUESTION, sources=self.source_table(),
                            pictures=self.pictures() if pictures is None else pictures)
 
     def save(self, folder: str | Path) -> Path:
@@ -212,9 +187,8 @@ class ReplayReport:
         folder = Path(folder)
         folder.mkdir(parents=True, exist_ok=True)
         (folder / "metrics.json").write_text(json.dumps(self.metrics, indent=2, default=str), encoding="utf-8")
-        self.per_episode.to_csv(folder / "episodes.csv", index=False)
-        for mode, frame in self.mode_episodes.items():
-            frame.to_csv(folder / f"episodes_{mode}.csv", index=False)
+        for mode in self.modes():
+            self.result.comparison.modes[mode].frame().to_csv(folder / episodes_file(mode), index=False)
         pictures = self.pictures()
         for name, png in pictures.items():
             (folder / f"{name}.png").write_bytes(png)
@@ -225,159 +199,28 @@ class ReplayReport:
 def judge(run: ReplayRun, judgements: Judgements | Mapping[str, Judgements], dataset: Mapping[str, Any], *,
           metrics: Sequence[str] = METRICS, reference: str = "hindsight", seed: int = 0,
           n_resamples: int = 2000, sources: Mapping[str, str] | None = None) -> ReplayReport:
-    """Score every system's injected lists with the same judgements; intervals resample whole groups.
+    """Score every system's injected lists with the same judgements (:func:`~hindsight_lab.evaluation.compare`);
+    intervals resample whole groups.
 
     ``judgements`` is one :class:`~hindsight_lab.metrics.Judgements` (the ``repeat`` mode), or one per judging mode
-    (:mod:`hindsight_lab.metrics.modes`), ``repeat`` among them. The ``repeat`` figures are the top level of
-    ``metrics`` (``systems``, ``intervals``, ``tests``), as always; every other mode's go to
-    ``metrics["modes"][mode]``, or ``{"queries": 0, "status": "n/a"}`` when it has no query on this dataset (or
-    none was judged: LoCoMo's explicit labels are ``repeat`` only).
+    (:mod:`hindsight_lab.metrics.modes`), ``repeat`` among them; a mode with no query on this dataset (or none
+    judged: LoCoMo's explicit labels are ``repeat`` only) is n/a in the report.
 
-    ``sources`` (episode id → the file it came from) adds a ``source`` column to the per-episode table and, when
-    the episodes come from more than one file, ``metrics["by_source"]``: per file and system, the headline
-    metrics and ``tokens_median`` over that file's queries, with the number of queries.
+    ``sources`` (episode id → the file it came from) adds a ``source`` column to the per-episode tables and, when
+    the episodes come from more than one file, each mode's per-source figures (``by_source``): per file and
+    system, the headline metrics and ``tokens_median`` over that file's queries, with the number of queries.
     """
-    import pandas as pd
-
     by_mode = {"repeat": judgements} if isinstance(judgements, Judgements) else dict(judgements)
-    repeat = by_mode.pop("repeat")
+    repeat = by_mode["repeat"]
     if not repeat.query_ids:
         raise NothingToDo(EMPTY_QUERY_SET)
-    args = dict(metrics=metrics, reference=reference, seed=seed, n_resamples=n_resamples)
-    scored = _score(run, repeat, sources=sources, **args)
-    metrics_json = {"dataset": dict(dataset), "systems": scored.systems, "intervals": scored.intervals,
-                    "tests": scored.tests, "timing": run.timing, "reference": reference,
-                    "judging": {"queries": len(scored.qset), "groups": len(set(scored.groups.values())),
-                                "seed": seed, "n_resamples": n_resamples}}
-    by_source = _by_source(scored.per_query, scored.qset, sources or {}, scored.rows)
-    if by_source:
-        metrics_json["by_source"] = by_source
-    modes: dict[str, Any] = {}
-    frames = {}
-    for mode in MODES[1:]:
-        judged = by_mode.get(mode)
-        if judged is None or not judged.query_ids:
-            modes[mode] = {"queries": 0, "status": "n/a"}
-            continue
-        other = _score(run, judged, sources=sources, **args)
-        modes[mode] = {"queries": len(other.qset), "groups": len(set(other.groups.values())),
-                       "systems": other.systems, "intervals": other.intervals, "tests": other.tests}
-        frames[mode] = pd.DataFrame(other.rows)
-    metrics_json["modes"] = modes
-    if run.lift:
-        metrics_json["lift"] = run.lift
-    if run.rule_ceiling:
-        metrics_json["rule_ceiling"] = run.rule_ceiling
-    if run.lift_power:
-        metrics_json["lift_power"] = run.lift_power
-    return ReplayReport(metrics_json, pd.DataFrame(scored.rows), run, repeat, mode_episodes=frames)
-
-
-@dataclass
-class _Scored:
-    """One judging mode's figures: per system, per query, the rows of the per-episode table."""
-
-    qset: list[str]
-    systems: dict[str, Any]
-    per_query: dict[str, dict[str, dict[str, float]]]
-    groups: dict[str, str]
-    rows: list[dict[str, Any]]
-    intervals: dict[str, Any]
-    tests: dict[str, dict[str, float]]
-
-
-def _score(run: ReplayRun, judgements: Judgements, *, metrics: Sequence[str], reference: str, seed: int,
-           n_resamples: int, sources: Mapping[str, str] | None) -> _Scored:
-    qset = list(judgements.query_ids)
-    n_rel = {q: judgements.n_relevant(q) for q in qset}
-    kmax = max(int(m.split("@")[1]) for m in metrics if "@" in m)
-    ideals = {q: judgements.ideal(q, kmax) for q in qset}
-    systems: dict[str, Any] = {}
-    per_query: dict[str, dict[str, dict[str, float]]] = {}
-    groups: dict[str, str] = {}
-    rows: list[dict[str, Any]] = []
-    by_system: dict[str, list[Any]] = {}
-    for rec in run.queries:
-        by_system.setdefault(rec.system, []).append(rec)
-    for name in run.systems:
-        recs = [r for r in by_system.get(name, []) if r.query_id in n_rel]
-        per_query[name], systems[name], tokens = _score_system(run, name, recs, judgements, qset, n_rel, ideals,
-                                                               metrics)
-        for r in recs:
-            groups[r.query_id] = r.group or r.query_id
-            row = {"system": name, "query_id": r.query_id, "order": r.order, "at": r.at, "group": r.group,
-                   "injected": len(r.injected), "tokens": tokens[r.query_id], "latency_ms": r.latency_s * 1000,
-                   "kinds": "+".join(i.kind for i in r.injected)}
-            if sources:
-                row["source"] = sources.get(r.query_id, "")
-            row.update({m: per_query[name][m][r.query_id] for m in per_query[name]})
-            rows.append(row)
-    intervals = {name: {m: list(bootstrap_ci(per_query[name][m], groups, n_resamples=n_resamples, seed=seed))
-                        for m in HEADLINE if m in per_query[name]} for name in per_query}
-    tests: dict[str, dict[str, float]] = {}
-    if reference in per_query:
-        for name in per_query:
-            if name != reference:
-                tests[name] = {m: paired_randomization_test(per_query[name][m], per_query[reference][m], groups,
-                                                            seed=seed)
-                               for m in HEADLINE if m in per_query[name]}
-    return _Scored(qset, systems, per_query, groups, rows, intervals, tests)
-
-
-def _score_system(run: ReplayRun, name: str, recs: Sequence[Any], judgements: Judgements, qset: Sequence[str],
-                  n_rel: Mapping[str, int], ideals: Mapping[str, list[int]], metrics: Sequence[str]
-                  ) -> tuple[dict[str, dict[str, float]], dict[str, Any], dict[str, int]]:
-    """One system's per-query values, its summary and its injected tokens per query."""
-    grades, credits, store_rel, injected_grades, tokens, oracle = {}, {}, {}, {}, {}, {}
-    for r in recs:
-        judged = judgements.judge_list(r.query_id, r.injected)
-        grades[r.query_id], credits[r.query_id] = list(judged.grades), list(judged.relevant_credits)
-        injected_grades[r.query_id] = list(judged.grades)
-        stored = r.stored or []
-        store_rel[r.query_id] = judgements.n_store_relevant(r.query_id, stored)
-        oracle[r.query_id] = float(store_rel[r.query_id] > 0)
-        tokens[r.query_id] = sum(i.tokens for i in r.injected)
-    values = evaluate(grades, ideals, n_rel, metrics, credits=credits, n_store_relevant=store_rel)
-    values["oracle_hit@10"] = {q: oracle.get(q, 0.0) for q in qset}
-    summary = aggregate(values)
-    rate = hit_rate(injected_grades)
-    tok = np.array([tokens.get(q, 0) for q in qset], dtype=float)
-    summary.update(hit_rate=rate.rate, empty_queries=rate.empty_queries, queries=len(qset),
-                   tokens_median=float(np.median(tok)), tokens_p95=float(np.percentile(tok, 95)),
-                   latency_p50_ms=float(np.median([r.latency_s for r in recs]) * 1000) if recs else 0.0)
-    if name in run.reflection:
-        refl = run.reflection[name]
-        summary.update(trigger_rate=refl["trigger_rate"], reflections=refl["reflections"],
-                       promotions=refl["promotions"], trigger_reasons=refl["decisions"])
-        summary["reuse_rate"] = _reuse_rate(run, name)
-    bad = [m for m, v in summary.items() if isinstance(v, float) and math.isnan(v)]
-    if bad:
-        raise ValueError(f"system {name!r}: NaN metrics {bad}")
-    return values, summary, tokens
-
-
-def _by_source(per_query: Mapping[str, Mapping[str, Mapping[str, float]]], qset: Sequence[str],
-               sources: Mapping[str, str], rows: Sequence[Mapping[str, Any]]) -> dict[str, dict[str, Any]]:
-    """``{source: {system: {metric: mean, "tokens_median": …, "queries": n}}}`` for every source file of the
-    replayed episodes (``sources`` maps every episode, queries or not), when there are several; a source none of
-    whose episodes is a query has ``{"queries": 0}`` per system. Empty for one source."""
-    by: dict[str, list[str]] = {src: [] for src in dict.fromkeys(sources.values())}
-    if len(by) < 2:
-        return {}
-    for q in qset:
-        by.setdefault(sources.get(q, ""), []).append(q)
-    tokens = {(r["system"], r["query_id"]): r["tokens"] for r in rows}
-    out: dict[str, dict[str, Any]] = {}
-    for source, qs in by.items():
-        out[source] = {}
-        for name, values in per_query.items():
-            cell: dict[str, Any] = {}
-            if qs:
-                cell = {m: float(np.mean([values[m][q] for q in qs])) for m in HEADLINE if m in values}
-                cell["tokens_median"] = float(np.median([tokens.get((name, q), 0) for q in qs]))
-            cell["queries"] = len(qs)
-            out[source][name] = cell
-    return out
+    extra = {name: {"trigger_rate": refl["trigger_rate"], "reflections": refl["reflections"],
+                    "promotions": refl["promotions"], "trigger_reasons": refl["decisions"],
+                    "reuse_rate": _reuse_rate(run, name)} for name, refl in run.reflection.items()}
+    comparison = compare(run.queries, by_mode, systems=run.systems, reference=reference, metrics=metrics, seed=seed,
+                         n_resamples=n_resamples, sources=sources, extra=extra)
+    result = ReplayMetrics(dict(dataset), comparison, run.timing, run.lift, run.rule_ceiling, run.lift_power)
+    return ReplayReport(result, run, repeat)
 
 
 def _reuse_rate(run: ReplayRun, name: str) -> float:

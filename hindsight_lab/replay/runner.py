@@ -42,7 +42,7 @@ def run_replay(path: str | Path | Sequence[str | Path], *, format: str = "auto",
     ``out/.replay-journal/`` as it completes (:mod:`hindsight_lab.replay.journal`); at the end the report is saved
     to ``out`` (``metrics.json``, ``episodes.csv``, plots) and the journal removed. A replay killed on the way is
     continued by calling again with the same arguments and ``resume=True``: it ends with the same
-    ``metrics["systems"]`` (but ``latency_p50_ms``), ``intervals`` and ``tests`` as an uninterrupted one; timing
+    systems' summaries (but ``latency_p50_ms``), intervals and tests in every judging mode as an uninterrupted one; timing
     figures differ. Record ids come from a seeded sequence per system (:class:`~hindsight_lab.types.SeededIds`), so
     the ``[L2#…]`` tags, their token counts and what fits the budget are the same in every run.
 
@@ -58,7 +58,7 @@ def run_replay(path: str | Path | Sequence[str | Path], *, format: str = "auto",
 
     Several files are replayed as one history, in the order given (:func:`~hindsight_lab.datasets.combine.
     load_history`: one forward clock, task ids shared within a dataset family and domain, each episode's source
-    file kept), and the report breaks its metrics down by source file (``metrics["by_source"]``).
+    file kept), and the report breaks each mode's metrics down by source file (``ModeReport.by_source``).
 
     Args:
         path: a trace file, a registered dataset or group name (:mod:`hindsight_lab.datasets.registry`), or a
@@ -271,17 +271,22 @@ def _replay(data: Path | Sequence[Any], dataset: dict[str, Any], *, systems: Seq
 
 
 def prefetch(embedder: Any, episodes: Sequence[Any], queries: Sequence[str], config: LabConfig,
-             keys: Sequence[str] = ()) -> tuple[Any, float]:
+             keys: Sequence[str] = (), *, summaries: bool = True) -> tuple[Any, float]:
     """Embed ahead, in batches, the texts the systems will embed one by one: each episode's instruction (the
     query), the key hindsight finds it by and the baselines' (``keys``: ``episode.key`` values), its stored
-    summary, and the questions."""
+    summary (when a baseline embeds it, ``summaries``, or it is hindsight's key), and the questions."""
     from ..embed import PrefetchedEmbedder
     from ..trace.summary import episode_key, summarise
 
     start = time.perf_counter()
     texts = [ep.instruction for ep in episodes] + list(queries)
-    texts += [summarise(ep, config.episode.summary_max_chars) for ep in episodes]
+    if summaries or "summary" in (config.episode.key, *keys):
+        texts += [summarise(ep, config.episode.summary_max_chars) for ep in episodes]
     for key in dict.fromkeys((config.episode.key, *keys)):
         if key not in ("instruction", "summary"):
             texts += [episode_key(ep, key) or "" for ep in episodes]
+    if config.retrieval.classifier.method == "embedding":  # the classifier reads requests masked
+        from ..retrieve.wording import mask_entities
+
+        texts += [mask_entities(t) for t in [ep.instruction for ep in episodes] + list(queries)]
     return PrefetchedEmbedder(embedder, texts), time.perf_counter() - start

@@ -3,8 +3,8 @@
 to nothing on the network. Every text is escaped (:func:`html.escape`; ``to_html`` escapes its cells).
 
 :func:`replay_page` lays out a replay's ``report.html`` (:meth:`hindsight_lab.replay.report.ReplayReport.save`)
-from the ``metrics.json`` mapping and the tables and plots the report computed; the rest are the parts it is made
-of. Nothing of the package is imported: the report passes its data in.
+from the typed :class:`~hindsight_lab.evaluation.ReplayMetrics` and the plots the report computed; the rest are the
+parts it is made of. Nothing of the package is imported at run time: the report passes its data in.
 
 Examples:
     >>> import pandas as pd
@@ -19,7 +19,10 @@ from __future__ import annotations
 
 import base64
 import html
-from typing import Any, Iterable, Mapping
+from typing import TYPE_CHECKING, Any, Iterable, Mapping
+
+if TYPE_CHECKING:
+    from ..evaluation import ReplayMetrics
 
 STYLE = """
 body { font-family: system-ui, sans-serif; margin: 2em auto; max-width: 72em; padding: 0 1em; color: #222; }
@@ -96,66 +99,68 @@ def scalars(values: Mapping[str, Any], prefix: str = "") -> dict[str, Any]:
     return out
 
 
-def replay_page(metrics: Mapping[str, Any], *, tables: Mapping[str, Any], questions: Mapping[str, str],
-                groups: Mapping[str, tuple[list[str], Any]], sources: Any, pictures: Mapping[str, bytes]) -> str:
+def replay_page(result: "ReplayMetrics", *, questions: Mapping[str, str], sources: Any,
+                pictures: Mapping[str, bytes]) -> str:
     """A replay's ``report.html``.
 
     Args:
-        metrics: the report's ``metrics.json`` mapping.
-        tables: judging mode → its systems × metrics table (cells ``mean [low, high]``), ``repeat`` first.
+        result: the replay's typed metrics (:class:`~hindsight_lab.evaluation.ReplayMetrics`; the margins group
+            by group need its per-episode rows).
         questions: judging mode → what it asks, for its heading.
-        groups: judging mode → (the baselines compared, the groups × systems table with ``margin``).
         sources: the per-source table (empty for one source).
         pictures: plot name → PNG bytes.
     """
     import pandas as pd
 
-    ds, judging = metrics["dataset"], metrics["judging"]
+    ds, c = result.dataset, result.comparison
+    repeat = c.modes["repeat"]
     blocks = [facts({k: v for k, v in scalars(ds).items() if not k.startswith("skipped ")}
-                    | {"queries": judging["queries"], "groups": judging["groups"]})]
+                    | {"queries": repeat.queries, "groups": repeat.groups})]
     if ds.get("skipped"):
         blocks.append(note(f"skipped {ds['skipped'].get('lines')} invalid line(s): {ds['skipped'].get('by_reason')}"))
     blocks.append(note("Each cell: the mean over the mode's queries, with its 95% bootstrap interval over whole groups "
                        "(tasks, conversations) in brackets; p: a paired randomization test against hindsight."))
-    for mode, frame in tables.items():
-        cell = metrics if mode == "repeat" else metrics["modes"][mode]
-        blocks += [heading(f"{mode}: {questions.get(mode, '')}"),
-                   note(f"{cell.get('queries', judging['queries'])} queries in {cell.get('groups', judging['groups'])}"
-                        " groups"), table(frame)]
-    absent = [m for m, cell in metrics.get("modes", {}).items() if not cell.get("queries")]
-    if absent:
-        blocks.append(note(f"{', '.join(absent)}: n/a (no query of that kind in this replay)"))
-    for mode, (baselines, frame) in groups.items():
-        margin = frame["margin"]
-        blocks += [heading(f"{mode}, group by group: hindsight against the best of {', '.join(baselines)}", 3),
-                   note(f"ndcg@5 margin mean {margin.mean():+.3f} (from {margin.min():+.3f} to {margin.max():+.3f}), "
-                        f"ahead in {int((margin > 0).sum())}, behind in {int((margin < 0).sum())} of {len(margin)} "
-                        "groups"), table(frame)]
+    judged = [c.modes[m] for m in c.judged_modes()]
+    for part in judged:
+        blocks += [heading(f"{part.mode}: {questions.get(part.mode, '')}"),
+                   note(f"{part.queries} queries in {part.groups} groups"), table(part.table())]
+    if c.absent_modes():
+        blocks.append(note(f"{', '.join(c.absent_modes())}: n/a (no query of that kind in this replay)"))
+    for part in judged:
+        baselines = part.rivals()
+        if c.reference not in part.systems or not baselines or not part.rows:
+            continue
+        margin = part.margins("ndcg@5", c.reference, baselines)
+        m = margin["margin"]
+        blocks += [heading(f"{part.mode}, group by group: hindsight against the best of {', '.join(baselines)}", 3),
+                   note(f"ndcg@5 margin mean {m.mean():+.3f} (from {m.min():+.3f} to {m.max():+.3f}), "
+                        f"ahead in {int((m > 0).sum())}, behind in {int((m < 0).sum())} of {len(m)} "
+                        "groups"), table(margin)]
     if len(sources):
         blocks += [heading("by source (queries of each file)"), table(sources)]
-    reflecting = {n: v for n, v in metrics["systems"].items() if "trigger_rate" in v}
+    reflecting = {n: v for n, v in repeat.systems.items() if "trigger_rate" in v}
     if reflecting:
         rows = {n: {k: v[k] for k in ("trigger_rate", "reflections", "promotions", "reuse_rate") if k in v}
                 for n, v in reflecting.items()}
         blocks += [heading("reflection and promotions"), table(pd.DataFrame.from_dict(rows, orient="index"))]
-    blocks += _lift_blocks(metrics)
-    timing = {k: v for k, v in metrics.get("timing", {}).items() if k != "resumed_units" or v}
+    blocks += _lift_blocks(result)
+    timing = {k: v for k, v in result.timing.items() if k != "resumed_units" or v}
     blocks += [heading("timing (seconds)"), facts(timing, digits=2), heading("plots")]
     blocks += [picture(png, name.replace("_", " ")) for name, png in pictures.items()]
     return page(f"Replay: {ds.get('name', '')}", blocks)
 
 
-def _lift_blocks(metrics: Mapping[str, Any]) -> list[str]:
+def _lift_blocks(result: "ReplayMetrics") -> list[str]:
     """The promoted rules' lift, the rule ceiling and the lift test's power, where the replay has them."""
     import pandas as pd
 
     blocks = []
-    lift = metrics.get("lift") or {}
+    lift = result.lift
     if lift:
         rows = {n: {k: v for k, v in scalars(cell).items() if k != "note"} for n, cell in lift.items()}
         blocks += [heading("promoted rules and their lift"), table(pd.DataFrame.from_dict(rows, orient="index"))]
         blocks += [note(n) for n in dict.fromkeys(c["note"] for c in lift.values() if c.get("note"))]
-    ceiling = metrics.get("rule_ceiling")
+    ceiling = result.rule_ceiling
     if ceiling:
         forms = {form: scalars(cell) for form, cell in ceiling.get("forms", {}).items()}
         blocks += [heading("rule ceiling: rules the traces support within tasks"),
@@ -164,7 +169,7 @@ def _lift_blocks(metrics: Mapping[str, Any]) -> list[str]:
                    note("supported: rules with P above min_confidence from min_tasks or more tasks (an optimistic "
                         "ceiling); chance: the same with outcomes shuffled within tasks; forward: an ideal memory "
                         "that promotes each rule once the runs so far support it, its lift read on later runs.")]
-    power = metrics.get("lift_power")
+    power = result.lift_power
     if power and "histories" in power:
         blocks += [heading("power of the lift test at this replay's shape"), facts(scalars(power))]
     return blocks

@@ -194,15 +194,13 @@ def evaluate_lures(pairs: Sequence[LurePair], *, embedder: Any, systems: Sequenc
         >>> report.summary()["hindsight_right_first"]  # doctest: +SKIP
     """
     from ..config import LabConfig
-    from ..embed import PrefetchedEmbedder
+    from ..replay.runner import prefetch
     from ..replay.systems import build_systems
-    from ..trace.summary import summarise
 
     cfg = config or LabConfig()
     budget = token_budget or cfg.retrieval.token_budget
-    eps = [e for p in pairs for e in (*p.memories, p.query)]
-    emb = PrefetchedEmbedder(embedder, [e.instruction for e in eps] + (
-        [summarise(e, cfg.episode.summary_max_chars) for e in eps] if "dense" in systems else []))
+    emb, _ = prefetch(embedder, [e for p in pairs for e in (*p.memories, p.query)], (), cfg,
+                      summaries="dense" in systems)
     report = LureReport()
     root = str(workdir) if workdir else None
     for pair in pairs:

@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING, Any, Callable, Sequence
 import numpy as np
 
 from ..config import LabConfig
-from ..replay.report import HEADLINE, METRICS
+from ..evaluation import HEADLINE, METRICS
 from .result import SPLITS
 from .seeded import SeededTerm
 from .spec import SEEDED_TERMS, SweepSpec
@@ -134,7 +134,7 @@ def _replayed_objective(spec: SweepSpec, report: Any, system: str, ids: Sequence
     """:func:`objective_value` of a replayed system, from the replay's per-query tables of each judging mode."""
 
     def mean_of(mode: str, metric: str) -> float | None:
-        frame = report.per_episode if mode == "repeat" else report.mode_episodes.get(mode)
+        frame = report.mode(mode).frame() if mode in report.modes() else None
         sel = frame[(frame["system"] == system) & frame["query_id"].isin(ids)] if frame is not None else None
         return float(sel[metric].mean()) if sel is not None and not sel.empty else None
 

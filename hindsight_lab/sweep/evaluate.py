@@ -19,7 +19,7 @@ import numpy as np
 
 from ..config import LabConfig
 from ..metrics import evaluate
-from ..replay.report import METRICS
+from ..evaluation import METRICS
 from ..retrieve.features import feature_matrix
 from ..retrieve.inject import keep_within_budget
 from ..retrieve.params import ParamBatch, RerankParams
@@ -31,7 +31,7 @@ if TYPE_CHECKING:
 
 #: Fields scored from the cache; ``retrieval.weights.*`` is every rerank weight.
 FAST_FIELDS: tuple[str, ...] = RerankParams.config_fields()
-#: Figures per config besides :data:`~hindsight_lab.replay.report.METRICS`.
+#: Figures per config besides :data:`~hindsight_lab.evaluation.METRICS`.
 EXTRA: tuple[str, ...] = ("tokens_median", "tokens_p95", "hit_rate", "empty_queries")
 
 

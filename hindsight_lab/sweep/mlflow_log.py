@@ -12,7 +12,7 @@ from typing import Any, Mapping, Sequence
 import numpy as np
 
 from ..config import LabConfig, Provenance
-from ..replay.report import HEADLINE
+from ..evaluation import HEADLINE
 from .result import SPLITS, SweepResult
 from .spec import SweepSpec
 from .trials import SweepData

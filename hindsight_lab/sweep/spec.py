@@ -36,7 +36,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_valida
 from ..config import LabConfig, describe_validation_error, read_yaml_mapping
 from ..errors import ConfigError
 from ..metrics.modes import MODES
-from ..replay.report import METRICS
+from ..evaluation import METRICS
 from .evaluate import is_fast
 from .live import LiveSpec, LiveTerm
 from .lures import LureSpec, LureTerm

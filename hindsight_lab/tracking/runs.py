@@ -47,6 +47,7 @@ from ..redact import has_secret, mask_secrets
 
 if TYPE_CHECKING:
     from ..config import LabConfig
+    from ..evaluation import ModeReport, ReplayMetrics
     from ..replay.report import ReplayReport
 
 logger = logging.getLogger(__name__)
@@ -232,34 +233,43 @@ def numeric_leaves(data: Mapping[str, Any], prefix: str = "") -> dict[str, float
 
 
 # ---------------------------------------------------------------------- replays
-def replay_metrics(metrics: Mapping[str, Any]) -> dict[str, float]:
-    """MLflow metrics of a replay's ``metrics.json``: ``<system>.<metric>`` for every number in ``systems``,
-    ``.ci_low``/``.ci_high`` from ``intervals``, ``.p_vs_<reference>`` from ``tests`` (the ``repeat`` mode), the
-    same under ``<mode>.`` for every other judging mode with queries (``transfer.hindsight.ndcg_at_5``), with
+def replay_metrics(metrics: "ReplayMetrics | Mapping[str, Any]") -> dict[str, float]:
+    """MLflow metrics of a replay (its typed :class:`~hindsight_lab.evaluation.ReplayMetrics`, or a
+    ``metrics.json`` mapping of any version): ``<system>.<metric>`` for every number of a system's summary,
+    ``.ci_low``/``.ci_high`` from its intervals, ``.p_vs_<reference>`` from its tests, for the ``repeat`` mode
+    without a prefix (the names runs have always had, so old and new runs compare in ``mlflow ui``) and under
+    ``<mode>.`` for every other judging mode with queries (``transfer.hindsight.ndcg_at_5``), with
     ``<mode>.queries``, then ``lift.<system>.*`` (promoted rules, distinct checks among them, the share injected
     where they apply, runs compared, and when runs were compared the lift with its interval and p-value),
-    ``judging.*`` and ``timing.*``."""
-    out = _mode_metrics(metrics, "", metrics.get("reference", "hindsight"))
-    for mode, cell in metrics.get("modes", {}).items():
-        out[metric_key(f"{mode}.queries")] = cell.get("queries", 0)
-        if cell.get("queries"):
-            out.update(_mode_metrics(cell, f"{mode}.", metrics.get("reference", "hindsight")))
-    for name, lift in metrics.get("lift", {}).items():
+    ``judging.*`` (the ``repeat`` mode's queries and groups, the seed and resamples) and ``timing.*``."""
+    from ..evaluation import ReplayMetrics
+
+    result = metrics if isinstance(metrics, ReplayMetrics) else ReplayMetrics.from_json(metrics)
+    c = result.comparison
+    out: dict[str, float] = {}
+    for mode, part in c.modes.items():
+        if mode != "repeat":
+            out[metric_key(f"{mode}.queries")] = part.queries
+        if part.judged:
+            out.update(_mode_metrics(part, "" if mode == "repeat" else f"{mode}.", c.reference))
+    for name, lift in result.lift.items():
         row = {k: lift.get(k) for k in ("promoted", "distinct", "injected_where_apply", "runs_compared", "lift",
                                         "p_value", "null_mean", "null_p95")}
         row["ci_low"], row["ci_high"] = lift.get("ci") or (None, None)
         out.update({metric_key(f"lift.{name}.{k}"): float(v) for k, v in row.items() if v is not None})
-    for section in ("judging", "timing"):
-        out.update({metric_key(k): v for k, v in numeric_leaves(metrics.get(section, {}), section + ".").items()})
+    repeat = c.modes["repeat"]
+    judging = {"queries": repeat.queries, "groups": repeat.groups, "seed": c.seed, "n_resamples": c.n_resamples}
+    for section, values in (("judging", judging), ("timing", result.timing)):
+        out.update({metric_key(k): v for k, v in numeric_leaves(values, section + ".").items()})
     return out
 
 
-def _mode_metrics(part: Mapping[str, Any], prefix: str, ref: str) -> dict[str, float]:
-    out = {metric_key(prefix + k): v for k, v in numeric_leaves(part["systems"]).items()}
-    for name, per_metric in part.get("intervals", {}).items():
+def _mode_metrics(part: "ModeReport", prefix: str, ref: str) -> dict[str, float]:
+    out = {metric_key(prefix + k): v for k, v in numeric_leaves(part.systems).items()}
+    for name, per_metric in part.intervals.items():
         for m, (_, low, high) in per_metric.items():
             out[metric_key(f"{prefix}{name}.{m}.ci_low")], out[metric_key(f"{prefix}{name}.{m}.ci_high")] = low, high
-    for name, per_metric in part.get("tests", {}).items():
+    for name, per_metric in part.tests.items():
         for m, p in per_metric.items():
             out[metric_key(f"{prefix}{name}.{m}.p_vs_{ref}")] = p
     return out
@@ -272,14 +282,14 @@ def replay_params(report: "ReplayReport", config: "LabConfig | None" = None,
     from ..config import LabConfig
     from ..replay.systems import replay_config
 
-    ds = report.metrics["dataset"]
+    ds = report.result.dataset
     cfg = replay_config(config or LabConfig(), top_k=int(ds["top_k"]), token_budget=int(ds["token_budget"]))
     params: dict[str, Any] = dict(cfg.flat())
     params.update({"dataset.name": ds.get("name"), "dataset.format": ds.get("format"),
                    "dataset.sha256": ds.get("sha256"), "dataset.n_episodes": ds.get("n_episodes"),
                    "replay.systems": ",".join(report.systems), "replay.top_k": ds["top_k"],
                    "replay.token_budget": ds["token_budget"], "replay.limit": ds.get("limit"),
-                   "replay.seed": report.metrics.get("judging", {}).get("seed"),
+                   "replay.seed": report.comparison.seed,
                    "replay.retrieval_effects": ds.get("retrieval_effects"),
                    "dataset.skipped_lines": (ds.get("skipped") or {}).get("lines", 0)})
     for reason, n in ((ds.get("skipped") or {}).get("by_reason") or {}).items():
@@ -310,13 +320,13 @@ def log_replay(report: "ReplayReport", *, config: "LabConfig | None" = None,
     from ..config import LabConfig
     from ..replay.report import REPORT_FILES
 
-    ds = report.metrics["dataset"]
+    ds = report.result.dataset
     all_tags = {"hindsight_lab.kind": "replay", "hindsight_lab.version": __version__,
                 "dataset.name": ds.get("name"), **(tags or {})}
     with start_run(experiment, tracking_uri=tracking_uri, run_name=run_name or f"replay {ds.get('name')}",
                    tags=all_tags) as run:
         run.log_params(replay_params(report, config, configs))
-        run.log_metrics(replay_metrics(report.metrics))
+        run.log_metrics(replay_metrics(report.result))
         with tempfile.TemporaryDirectory(prefix="hindsight-mlflow-") as tmp:
             folder = Path(report_dir) if report_dir is not None else report.save(tmp)
             for name in REPORT_FILES:

@@ -164,11 +164,11 @@ def test_fixtures_load_as_jsonl_and_replay_with_a_non_empty_query_set(scenario, 
     assert stats.read == len(episodes) == len(generate(scenario, n=FIXTURE_SIZES[scenario], seed=FIXTURE_SEED))
     systems = ("none", "bm25", "hindsight") if scenario in ("lucky", "policy") else ("none", "bm25")
     report = run_replay(path, format="jsonl", systems=systems, embedder=minilm)
-    m = report.metrics
+    m = report.mode("repeat")
     queries = {e.episode_id for e in _roles(episodes, "query")}
     assert queries and queries <= set(report.judgements.query_ids)  # (retries of one task are queries too)
-    assert m["systems"]["none"]["hit@10"] == 0.0
-    assert not math.isnan(m["systems"]["bm25"]["ndcg@5"])
+    assert m.value("none", "hit@10") == 0.0
+    assert not math.isnan(m.value("bm25", "ndcg@5"))
 
 
 def test_module_entry_regenerates_the_fixtures_and_prints_nothing(tmp_path, monkeypatch, capsys):

@@ -48,3 +48,6 @@ def test_prefetching_again_keeps_the_vectors_and_embeds_only_new_texts():
     assert inner.calls == [len(TEXTS), 1]  # only the new text was embedded the second time
     assert second.wrapped is inner  # no wrapper inside a wrapper
     assert np.array_equal(second.embed(TEXTS), inner.embed(TEXTS))
+    second.embed(["asked later"])  # what either embeds, the other knows: one cache for several replays
+    third = PrefetchedEmbedder(first, ["asked later", "a new question"])
+    assert inner.calls == [len(TEXTS), 1, len(TEXTS), 1] and third.misses == 0

@@ -88,21 +88,16 @@ def test_several_files_replay_as_one_concatenated_jsonl(tmp_path: Path, minilm) 
     concatenated = tmp_path / "telecom-cross.jsonl"
     write_jsonl(episodes, concatenated)
     again = run_replay(concatenated, embedder=minilm)
-    for key in ("systems", "intervals", "tests", "by_source", "judging"):
-        left, right = report.metrics[key], again.metrics[key]
-        if key == "systems":
-            for row in (*left.values(), *right.values()):
-                row.pop("latency_p50_ms")
-        assert left == right, key
-    ds = report.metrics["dataset"]
+    assert report.comparison.figures() == again.comparison.figures()
+    ds = report.result.dataset
     assert ds["format"] == "tau2-bench" and len(ds["files"]) == 2 and ds["n_episodes"] == 10
-    assert report.metrics["judging"]["queries"] == 5  # the second agent's runs of the tasks the first one ran
+    assert report.mode("repeat").queries == 5  # the second agent's runs of the tasks the first one ran
 
 
 @pytest.mark.slow
 def test_report_breaks_metrics_down_by_source(minilm) -> None:
     report = run_replay([*TELECOM, *AIRLINE], systems=["none", "bm25"], embedder=minilm)
-    by = report.metrics["by_source"]
+    by = report.mode("repeat").by_source
     assert list(by) == [p.name for p in (*TELECOM, *AIRLINE)]
     assert by[TELECOM[0].name]["bm25"] == {"queries": 0}  # the first agent's runs have no earlier run
     for name in (TELECOM[1].name, AIRLINE[1].name):
@@ -134,6 +129,6 @@ def test_conversations_cannot_join_a_history() -> None:
 def test_dev_cross_agent_pair_replays(minilm) -> None:
     pair = [shared_dataset("tau2-bench/telecom_gpt-4.1.json"), shared_dataset("tau2-bench/telecom_sft-gpt-4.1.json")]
     report = run_replay(pair, systems=["none", "bm25"], embedder=minilm, limit=8)
-    assert report.metrics["judging"]["queries"] == 8 and report.metrics["dataset"]["n_episodes"] == 16
+    assert report.mode("repeat").queries == 8 and report.result.dataset["n_episodes"] == 16
     episodes, _ = load_history(pair, limit_tasks=8)
     assert episodes[8].started_at - episodes[7].started_at >= timedelta(hours=1)  # the second file comes after

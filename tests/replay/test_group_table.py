@@ -6,15 +6,23 @@ from __future__ import annotations
 import pandas as pd
 import pytest
 
+from hindsight_lab.evaluation import Comparison, ModeReport, ReplayMetrics
+from hindsight_lab.metrics.modes import MODES
 from hindsight_lab.replay.report import ReplayReport
 
 
-def _report(rows: list[tuple[str, str, str, float]]) -> ReplayReport:
+def _report(rows: list[tuple[str, str, str, float]], outcome: bool = False) -> ReplayReport:
+    """A report of ``rows`` in ``repeat``, their complement (1 - score) in ``transfer``, and ``rows`` again in
+    ``outcome`` when asked."""
     frame = pd.DataFrame(rows, columns=["system", "query_id", "group", "ndcg@5"])
-    systems = list(dict.fromkeys(frame["system"]))
-    metrics = {"systems": {s: {} for s in systems}, "modes": {"transfer": {"queries": 1, "systems": {}}}}
-    return ReplayReport(metrics=metrics, per_episode=frame, run=None, judgements=None,
-                        mode_episodes={"transfer": frame.assign(**{"ndcg@5": 1.0 - frame["ndcg@5"]})})
+    systems = {s: {} for s in dict.fromkeys(frame["system"])}
+    per_mode = {"repeat": frame, "transfer": frame.assign(**{"ndcg@5": 1.0 - frame["ndcg@5"]})}
+    if outcome:
+        per_mode["outcome"] = frame
+    modes = {m: ModeReport(m, queries=frame["query_id"].nunique(), groups=frame["group"].nunique(), systems=systems,
+                           rows=tuple(per_mode[m].to_dict("records"))) if m in per_mode else ModeReport(m)
+             for m in MODES}
+    return ReplayReport(ReplayMetrics({}, Comparison(modes)), run=None, judgements=None)
 
 
 # dense wins group a, bm25 group b; pooled, each baseline's mean is 0.5 and hindsight's 0.7 (+0.2), yet in each
@@ -66,9 +74,7 @@ def test_outcome_margins_count_the_success_only_baselines() -> None:
     from hindsight_lab.cli.replay import group_line
 
     rows = ROWS + [("dense+ok", "q1", "a", 0.95), ("dense+ok", "q2", "a", 0.95), ("dense+ok", "q3", "b", 0.0)]
-    report = _report(rows)
-    report.mode_episodes["outcome"] = report.per_episode
-    report.metrics["modes"]["outcome"] = {"queries": 3, "systems": {}}
+    report = _report(rows, outcome=True)
     line = group_line(report, "outcome", ("ndcg@5",))
     assert line.startswith("by group, hindsight against the best of dense, bm25, dense+ok in each:")
     assert "from -0.050 to +0.100), ahead in 1, behind in 1 of 2" in line  # a: 0.9 - 0.95; b: 0.9 - 0.8

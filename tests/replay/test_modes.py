@@ -20,16 +20,15 @@ def test_every_mode_is_reported_side_by_side(traces, minilm, tmp_path) -> None:
     path = traces(10, 3)
     report = run_replay(path, systems=SYSTEMS, embedder=minilm)
     episodes, _ = load(path)
-    m = report.metrics
-    assert m["judging"]["queries"] == len(judge_mode(episodes, "repeat").query_ids)  # repeat: today's keys
-    for mode in ("transfer", "outcome"):
-        cell = m["modes"][mode]
-        assert cell["queries"] == len(judge_mode(episodes, mode).query_ids) > 0
-        assert set(cell["systems"]) == set(SYSTEMS) and set(cell["tests"]) == set(SYSTEMS) - {"hindsight"}
+    result = report.result
+    for mode in ("repeat", "transfer", "outcome"):  # every mode alike in the typed report
+        cell = result.mode(mode)
+        assert cell.queries == len(judge_mode(episodes, mode).query_ids) > 0
+        assert set(cell.systems) == set(SYSTEMS) and set(cell.tests) == set(SYSTEMS) - {"hindsight"}
         for name in ("dense", "bm25", "hindsight"):
-            low, high = cell["intervals"][name]["ndcg@5"][1:]
-            assert low <= cell["systems"][name]["ndcg@5"] <= high
-        assert cell["systems"]["none"]["ndcg@5"] == 0.0
+            low, high = cell.interval(name, "ndcg@5")[1:]
+            assert low <= cell.value(name, "ndcg@5") <= high
+        assert cell.value("none", "ndcg@5") == 0.0
         assert report.table(mode=mode).shape[0] == len(SYSTEMS)
         groups = report.group_table(mode=mode)
         assert set(groups.index) == set(report.mode_episodes[mode]["group"])
@@ -49,11 +48,14 @@ def test_every_mode_is_reported_side_by_side(traces, minilm, tmp_path) -> None:
     assert len(list(out.glob("*.png"))) == 4
     assert {p.name for p in out.glob("episodes*.csv")} == {"episodes.csv", "episodes_transfer.csv",
                                                            "episodes_outcome.csv"}
-    assert json.loads((out / "metrics.json").read_text())["modes"]["transfer"]["queries"] > 0
-    logged = replay_metrics(m)
+    saved = json.loads((out / "metrics.json").read_text())
+    assert saved["schema_version"] == 2 and saved["modes"]["transfer"]["queries"] > 0
+    assert set(saved["modes"]) == {"repeat", "transfer", "outcome"} and "systems" not in saved
+    logged = replay_metrics(result)
     # (MLflow refuses "+" in a name: dense+ok logs as dense_ok)
     assert "transfer.hindsight.ndcg_at_5" in logged and "outcome.dense_ok.ndcg_at_5.ci_low" in logged
-    assert logged["transfer.queries"] == m["modes"]["transfer"]["queries"]
+    assert logged["transfer.queries"] == result.mode("transfer").queries
+    assert logged == replay_metrics(saved)  # the typed report and its metrics.json log alike
 
 
 def test_the_success_only_baselines_never_inject_a_failure(traces, minilm) -> None:
@@ -71,8 +73,10 @@ def test_a_mode_without_queries_is_not_applicable(minilm) -> None:
     from hindsight_lab.datasets.registry import resolve
 
     report = run_replay(resolve(["locomo-sample"]), systems=["dense", "hindsight"], embedder=minilm)
-    assert report.metrics["modes"] == {"transfer": {"queries": 0, "status": "n/a"},
-                                       "outcome": {"queries": 0, "status": "n/a"}}
+    modes = report.metrics["modes"]
+    assert {m: modes[m] for m in ("transfer", "outcome")} == {"transfer": {"queries": 0, "status": "n/a"},
+                                                              "outcome": {"queries": 0, "status": "n/a"}}
+    assert report.comparison.absent_modes() == ["transfer", "outcome"]
     assert report.modes() == ["repeat"]
     with pytest.raises(ValueError, match="'transfer' has no queries in this replay"):
         report.table(mode="transfer")

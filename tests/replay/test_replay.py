@@ -25,23 +25,24 @@ DATASETS = [("tau-bench/gpt-4o-airline.dev.json", 6), ("reflexion-hotpotqa/100_q
 @pytest.mark.parametrize("relative, limit", DATASETS, ids=["tau-bench", "reflexion", "locomo"])
 def test_real_dataset_replays_with_every_system(relative, limit, minilm, tmp_path):
     report = run_replay(shared_dataset(relative), limit=limit, embedder=minilm)
-    m = report.metrics
-    assert m["judging"]["queries"] > 0
-    assert set(m["systems"]) == {"none", "dense", "bm25", "dense+ok", "bm25+ok", "hindsight"}
-    for name, values in m["systems"].items():
+    m = report.mode("repeat")
+    assert m.queries > 0
+    assert set(m.systems) == {"none", "dense", "bm25", "dense+ok", "bm25+ok", "hindsight"}
+    for name, values in m.systems.items():
         for metric in ("ndcg@5", "hit@3", "hit@5", "recall@10", "ndcg@3", "ndcg@10", "hit@10", "recall@3"):
             assert not math.isnan(values[metric]) and 0.0 <= values[metric] <= 1.0, (name, metric)
-    assert m["systems"]["none"]["hit@5"] == 0.0 and m["systems"]["dense"]["hit@10"] > 0.0
-    assert m["systems"]["hindsight"]["hit@10"] > 0.0
+    assert m.value("none", "hit@5") == 0.0 and m.value("dense", "hit@10") > 0.0
+    assert m.value("hindsight", "hit@10") > 0.0
     for name in ("dense", "bm25", "hindsight"):
-        low, high = m["intervals"][name]["ndcg@5"][1:]
-        assert low <= m["systems"][name]["ndcg@5"] <= high
-    assert set(m["tests"]) == {"none", "dense", "bm25", "dense+ok", "bm25+ok"}
+        low, high = m.interval(name, "ndcg@5")[1:]
+        assert low <= m.value(name, "ndcg@5") <= high
+    assert set(m.tests) == {"none", "dense", "bm25", "dense+ok", "bm25+ok"}
     out = report.save(tmp_path / "report")
     saved = json.loads((out / "metrics.json").read_text())
-    assert saved["dataset"]["sha256"] == m["dataset"]["sha256"] and len(saved["dataset"]["sha256"]) == 64
+    assert saved["schema_version"] == 2 and saved["modes"]["repeat"]["queries"] == m.queries
+    assert saved["dataset"]["sha256"] == report.result.dataset["sha256"] and len(saved["dataset"]["sha256"]) == 64
     assert {p.name for p in out.glob("*.png")} == {"hits_over_time.png", "memory.png", "tokens.png", "success.png"}
-    assert len(report.per_episode) == 6 * m["judging"]["queries"]
+    assert len(report.per_episode) == 6 * m.queries
 
 
 @pytest.mark.slow
@@ -63,7 +64,7 @@ def test_judging_is_system_independent(minilm, tmp_path):
     report = judge(run, judgements, {"name": "tau"})
     ideal = {q: judgements.ideal(q, 10) for q in judgements.query_ids}
     assert {q: report.judgements.ideal(q, 10) for q in judgements.query_ids} == ideal
-    queries = {n: v["queries"] for n, v in report.metrics["systems"].items()}
+    queries = {n: v["queries"] for n, v in report.mode("repeat").systems.items()}
     assert len(set(queries.values())) == 1
     # an episode is never recalled for its own query (no leakage): every injected source is earlier
     order = {ep.episode_id: i for i, ep in enumerate(episodes)}
@@ -95,13 +96,13 @@ def test_cli_replay_prints_the_table_writes_the_report_and_logs_to_mlflow(tmp_pa
         assert token in text
     assert "by group, hindsight against bm25 in each: ndcg@5 mean" in text  # no dense replayed
     saved = json.loads((out / "metrics.json").read_text())
-    assert set(HEADLINE) <= set(saved["systems"]["bm25"])
+    assert set(HEADLINE) <= set(saved["modes"]["repeat"]["systems"]["bm25"])
     # MLflow is on by default, in the default store under the home folder (a temporary one in these tests)
     assert (_own_home / "mlflow.db").is_file() and default_tracking_uri().endswith("/hindsight-home/mlflow.db")
     client = MlflowClient(tracking_uri=default_tracking_uri())
     [run] = client.search_runs([client.get_experiment_by_name("hindsight-replay").experiment_id])
     assert run.data.params["dataset.sha256"] == saved["dataset"]["sha256"]
-    assert run.data.metrics["bm25.hit_at_3"] == saved["systems"]["bm25"]["hit@3"]
+    assert run.data.metrics["bm25.hit_at_3"] == saved["modes"]["repeat"]["systems"]["bm25"]["hit@3"]
 
 
 @pytest.mark.slow
@@ -121,6 +122,6 @@ def test_a_replay_keeps_its_stores_in_memory_unless_given_a_folder(minilm, tmp_p
 
     def figures(report):
         return {name: {k: v for k, v in values.items() if "latency" not in k}
-                for name, values in report.metrics["systems"].items()}
+                for name, values in report.mode("repeat").systems.items()}
 
     assert figures(on_disk) == figures(in_memory) and figures(in_memory)["hindsight"]["hit@10"] > 0

@@ -10,6 +10,7 @@ import sys
 from pathlib import Path
 
 from hindsight_lab.cli import main
+from hindsight_lab.evaluation import load_metrics
 from hindsight_lab.replay.journal import JOURNAL_DIR, JOURNAL_FILE
 
 from support import journal_units, kill_midway
@@ -19,10 +20,8 @@ KILL_AFTER = 3  # completed units in the journal
 
 
 def _judged(folder: Path) -> dict:
-    m = json.loads((folder / "metrics.json").read_text())
-    systems = {name: {k: v for k, v in values.items() if k != "latency_p50_ms"}  # a timing figure
-               for name, values in m["systems"].items()}
-    return {"systems": systems, "intervals": m["intervals"], "tests": m["tests"], "judging": m["judging"]}
+    """Every judging mode's figures in the saved report, wall-clock ones aside."""
+    return load_metrics(folder).comparison.figures()
 
 
 @pytest.mark.slow

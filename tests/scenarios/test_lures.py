@@ -55,8 +55,17 @@ def test_lure_summary_counts_only_pairs_where_bm25_was_lured():
 REPO = Path(__file__).resolve().parents[2]
 
 
+@pytest.fixture(scope="module")
+def lure_minilm(minilm):
+    """The session's MiniLM behind one cache of vectors for this module's evaluations: they replay the same
+    generated pairs under several configs, and a vector depends only on its text."""
+    from hindsight_lab.embed import PrefetchedEmbedder
+
+    return PrefetchedEmbedder(minilm, [])
+
+
 @pytest.mark.slow
-def test_lure_evaluation_on_more_than_fifty_pairs(minilm):
+def test_lure_evaluation_on_more_than_fifty_pairs(lure_minilm):
     """The article's lexical-lure case on real Chroma with the real MiniLM, one fresh store per pair, with the
     earlier default (``experiments/configs/knn-default.yaml``), with ``experiments/configs/lure-resistant.yaml`` and
     with today's default.
@@ -74,7 +83,7 @@ def test_lure_evaluation_on_more_than_fifty_pairs(minilm):
     # 52 fresh Chroma stores per config, in memory
     knn = LabConfig.from_yaml(REPO / "experiments" / "configs" / "knn-default.yaml")
     for name, cfg in (("knn-default", knn), ("lure-resistant", resistant), ("default", LabConfig())):
-        report = evaluate_lures(pairs, embedder=minilm, config=cfg)
+        report = evaluate_lures(pairs, embedder=lure_minilm, config=cfg)
         s = summaries[name] = report.summary()
         assert s["pairs"] == 52 and s["bm25_lure_first"] >= 50
         lured = [r["pair"] for r in report.rows if r["system"] == "bm25" and r["first"] == "lure"]
@@ -93,7 +102,7 @@ def test_lure_evaluation_on_more_than_fifty_pairs(minilm):
 
 
 @pytest.mark.slow
-def test_instance_blind_typing_puts_the_right_memory_first_on_more_lures(minilm):
+def test_instance_blind_typing_puts_the_right_memory_first_on_more_lures(lure_minilm):
     """``lure-resistant-instance-blind.yaml`` is ``lure-resistant-no-conflict.yaml`` with the query typed without
     the stored requests about its instance that ask for something else (the lure, among them).
 
@@ -103,7 +112,7 @@ def test_instance_blind_typing_puts_the_right_memory_first_on_more_lures(minilm)
     right_first = {}
     for name in ("lure-resistant-no-conflict", "lure-resistant-instance-blind"):
         cfg = LabConfig.from_yaml(REPO / "experiments" / "configs" / f"{name}.yaml")
-        right_first[name] = evaluate_lures(pairs, embedder=minilm, config=cfg).summary()["hindsight_right_first"]
+        right_first[name] = evaluate_lures(pairs, embedder=lure_minilm, config=cfg).summary()["hindsight_right_first"]
     assert LabConfig.from_yaml(REPO / "experiments" / "configs" / "lure-resistant-instance-blind.yaml").with_params(
         {"retrieval.classifier.instance_blind": False}) == LabConfig.from_yaml(
         REPO / "experiments" / "configs" / "lure-resistant-no-conflict.yaml")  # the one field apart

@@ -187,17 +187,9 @@ def test_a_replay_on_postgres_scores_as_on_chroma(postgres_url, minilm):
     from hindsight_lab.replay.runner import run_replay
 
     sample = resolve("tau-bench-airline-sample")
-    runs = {name: run_replay(sample, systems=["dense", "bm25", "hindsight"], embedder=minilm, config=cfg).metrics
+    runs = {name: run_replay(sample, systems=["dense", "bm25", "hindsight"], embedder=minilm, config=cfg).result
             for name, cfg in (("chroma", LabConfig()),
                               ("postgres", LabConfig().with_params({"store.url": postgres_url})))}
-
-    def scores(m: dict) -> dict:  # every figure but the timings
-        def strip(x):
-            if isinstance(x, dict):
-                return {k: strip(v) for k, v in x.items() if "latency" not in k}
-            return [strip(v) for v in x] if isinstance(x, list) else x
-        return strip({k: m[k] for k in ("systems", "modes", "intervals", "tests", "lift")})
-
-    assert runs["postgres"]["judging"] == runs["chroma"]["judging"]
-    assert scores(runs["postgres"]) == scores(runs["chroma"])
-    assert runs["postgres"]["systems"]["hindsight"]["ndcg@5"] > 0
+    assert runs["postgres"].comparison.figures() == runs["chroma"].comparison.figures()  # every figure, timings aside
+    assert runs["postgres"].lift == runs["chroma"].lift
+    assert runs["postgres"].mode("repeat").value("hindsight", "ndcg@5") > 0

@@ -31,7 +31,7 @@ def test_every_mode_is_reported_side_by_side(traces, minilm, tmp_path) -> None:
         assert cell.value("none", "ndcg@5") == 0.0
         assert report.table(mode=mode).shape[0] == len(SYSTEMS)
         groups = report.group_table(mode=mode)
-        assert set(groups.index) == set(report.mode_episodes[mode]["group"])
+        assert set(groups.index) == set(report.mode(mode).frame()["group"])
         best = groups[["dense", "bm25"]].max(axis=1)
         assert (groups["margin"] - (groups["hindsight"] - best)).abs().max() < 1e-12
     import matplotlib

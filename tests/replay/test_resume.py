@@ -49,5 +49,5 @@ def test_a_killed_replay_resumes_to_the_same_metrics(traces, tmp_path, capsys):
     assert f"resumed: {held} units taken from the journal" in capsys.readouterr().out
     assert _judged(out) == _judged(tmp_path / "whole")
     assert not (out / JOURNAL_DIR).exists()
-    hindsight = _judged(out)["systems"]["hindsight"]
+    hindsight = _judged(out)["repeat"]["systems"]["hindsight"]
     assert hindsight["promotions"] > 0 and hindsight["reuse_rate"] > 0  # reflection, promotion and rules ran

@@ -133,8 +133,9 @@ def _shown(value: Any) -> str:
 
 
 def plain(value: Any) -> Any:
-    """``value`` with every tuple turned into a list, nested (what YAML writes as a sequence)."""
-    if isinstance(value, dict):
+    """``value`` with every mapping turned into a dict and every tuple into a list, nested (what YAML and JSON
+    write)."""
+    if isinstance(value, Mapping):
         return {k: plain(v) for k, v in value.items()}
     if isinstance(value, (list, tuple)):
         return [plain(v) for v in value]

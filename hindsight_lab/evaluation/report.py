@@ -35,6 +35,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Mapping, Sequence
 
+from ..config.base import plain
 from ..metrics.modes import MODES
 
 if TYPE_CHECKING:
@@ -171,10 +172,10 @@ class ModeReport:
     def to_json(self) -> dict[str, Any]:
         if not self.judged:
             return {"queries": 0, "status": "n/a"}
-        out: dict[str, Any] = {"queries": self.queries, "groups": self.groups, "systems": _plain(self.systems),
-                               "intervals": _plain(self.intervals), "tests": _plain(self.tests)}
+        out: dict[str, Any] = {"queries": self.queries, "groups": self.groups, "systems": plain(self.systems),
+                               "intervals": plain(self.intervals), "tests": plain(self.tests)}
         if self.by_source:
-            out["by_source"] = _plain(self.by_source)
+            out["by_source"] = plain(self.by_source)
         return out
 
     @classmethod
@@ -266,12 +267,12 @@ class ReplayMetrics:
     def to_json(self) -> dict[str, Any]:
         """The ``metrics.json`` mapping, version :data:`SCHEMA_VERSION`."""
         c = self.comparison
-        out: dict[str, Any] = {"schema_version": SCHEMA_VERSION, "dataset": _plain(self.dataset),
+        out: dict[str, Any] = {"schema_version": SCHEMA_VERSION, "dataset": plain(self.dataset),
                                "reference": c.reference, "judging": {"seed": c.seed, "n_resamples": c.n_resamples},
-                               "modes": {m: r.to_json() for m, r in c.modes.items()}, "timing": _plain(self.timing)}
+                               "modes": {m: r.to_json() for m, r in c.modes.items()}, "timing": plain(self.timing)}
         for name in ("lift", "rule_ceiling", "lift_power"):
             if getattr(self, name):
-                out[name] = _plain(getattr(self, name))
+                out[name] = plain(getattr(self, name))
         return out
 
     @classmethod
@@ -329,11 +330,3 @@ def load_metrics(path: str | Path) -> ReplayMetrics:
     except ValueError as exc:
         raise ValueError(f"{file}: {exc}") from None
 
-
-def _plain(value: Any) -> Any:
-    """Mappings as dicts and tuples as lists, recursively: the JSON shape."""
-    if isinstance(value, Mapping):
-        return {k: _plain(v) for k, v in value.items()}
-    if isinstance(value, (list, tuple)):
-        return [_plain(v) for v in value]
-    return value

@@ -15,7 +15,8 @@ import pytest
 from hindsight_lab import Kind, LabConfig, MemoryNotFound, MemorySystem, TraceFormatError, ValidationError
 from hindsight_lab.cli import main
 from hindsight_lab.embed import HashingEmbedder
-from hindsight_lab.manage import export_jsonl, import_jsonl, inspect, list_frame, read_export
+from hindsight_lab.memory.export import export_jsonl, import_jsonl, read_export
+from hindsight_lab.memory.listing import inspect, list_frame
 from support import T0, episode
 
 QUERIES = ["Cancel my reservation to Denver", "I was charged twice for the upgrade", "change the seat on my flight",

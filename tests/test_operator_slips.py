@@ -19,11 +19,11 @@ import pytest
 from hindsight_lab import Kind, LabConfig, MemorySystem
 from hindsight_lab.cli import main
 from hindsight_lab.datasets import load
-from hindsight_lab.datasets.reading import dump_line, json_lines
+from hindsight_lab.jsonio.reading import dump_line, json_lines
 from hindsight_lab.embed import HashingEmbedder
 from hindsight_lab.errors import ConfigError, HindsightLabWarning, StoreError, TraceFormatError
 from hindsight_lab.tracking.export import export_config
-from hindsight_lab.manage import export_jsonl, import_jsonl
+from hindsight_lab.memory.export import export_jsonl, import_jsonl
 from hindsight_lab.redact import mask_secrets
 from hindsight_lab.store.memory import InMemoryStore
 from support import REPO

@@ -1,5 +1,5 @@
 """``hindsight-lab memories`` (list, show, delete, export, import) and ``hindsight-lab inspect``, over the library
-functions of :mod:`hindsight_lab.manage`."""
+functions of :mod:`hindsight_lab.memory.export` and :mod:`hindsight_lab.memory.listing`."""
 
 from __future__ import annotations
 
@@ -77,7 +77,7 @@ def _open(args: argparse.Namespace, *, create: bool = False, read_only: bool = F
 
 
 def run_memories(args: argparse.Namespace) -> int:
-    from ..manage import read_export
+    from ..memory.export import read_export
 
     if args.op == "export":
         args.out = _export_file(args)
@@ -103,7 +103,7 @@ def _export_file(args: argparse.Namespace) -> str:
 def _list(mem: "MemorySystem", args: argparse.Namespace) -> None:
     import pandas as pd
 
-    from ..manage import list_frame
+    from ..memory.listing import list_frame
 
     frame = list_frame(mem, layer=args.layer, kind=args.kind, task_type=args.task_type, archived=args.archived,
                        limit=args.limit)
@@ -113,13 +113,13 @@ def _list(mem: "MemorySystem", args: argparse.Namespace) -> None:
 
 
 def _show(mem: "MemorySystem", args: argparse.Namespace) -> None:
-    from ..manage import record_to_json
+    from ..memory.export import record_to_json
 
     print(json.dumps(record_to_json(mem.get(args.id)), indent=2, ensure_ascii=False))
 
 
 def _delete(mem: "MemorySystem", args: argparse.Namespace) -> None:
-    from ..manage import holds
+    from ..memory.export import holds
 
     missing = [i for i in args.ids if not holds(mem, i)]
     if missing:
@@ -130,14 +130,14 @@ def _delete(mem: "MemorySystem", args: argparse.Namespace) -> None:
 
 
 def _export(mem: "MemorySystem", args: argparse.Namespace) -> None:
-    from ..manage import export_jsonl
+    from ..memory.export import export_jsonl
 
     n = export_jsonl(mem, args.out, archived=not args.no_archived, embeddings=not args.no_embeddings)
     print(f"exported {n} record(s) to {args.out} (embedding model {mem.embedder.name()})")
 
 
 def _import(mem: "MemorySystem", args: argparse.Namespace) -> None:
-    from ..manage import import_jsonl
+    from ..memory.export import import_jsonl
 
     how = "skip" if args.skip_existing else "replace" if args.replace_existing else "fail"
     done = import_jsonl(mem, args.file, on_existing=how)
@@ -150,7 +150,7 @@ _OPS = {"list": _list, "show": _show, "delete": _delete, "export": _export, "imp
 
 
 def run_inspect(args: argparse.Namespace) -> int:
-    from ..manage import inspect
+    from ..memory.listing import inspect
 
     mem = _open(args, read_only=True)
     try:

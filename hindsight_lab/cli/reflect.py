@@ -84,7 +84,7 @@ def _print_outcomes(outcomes: list[Any], summary: dict[str, Any], layers: dict[s
 
 def _write_outcomes(outcomes: list[Any], path: Path) -> None:
     """One JSON line per episode: its decision row, the reflection and the rejection detail."""
-    from ..datasets.reading import dump_line
+    from ..jsonio.reading import dump_line
 
     with path.open("w", encoding="utf-8") as fh:
         for o in outcomes:

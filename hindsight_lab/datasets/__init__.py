@@ -24,8 +24,8 @@ from typing import Any
 from ..errors import ConfigError, TraceFormatError
 from ..trace import Episode
 from .jsonl import DEFAULT_MAX_LINE_BYTES, ReadStats, load_episodes, read_jsonl, write_jsonl
-from .limits import DEFAULT_LIMITS, ReadLimits, check_instruction
-from .reading import check_limit, read_text
+from ..jsonio.limits import DEFAULT_LIMITS, ReadLimits, check_instruction
+from ..jsonio.reading import check_limit, read_text
 from .locomo import LocomoConversation, LocomoQuestion, LocomoTurn, read_locomo, turn_to_episode
 from .locomo_counts import describe_locomo
 from .reflexion import ReflexionCounts, describe_reflexion, read_reflexion_hotpotqa

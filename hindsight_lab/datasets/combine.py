@@ -70,7 +70,7 @@ def load_history(paths: str | Path | Sequence[str | Path], *, format: str = "aut
         TraceFormatError: a file is invalid in its format.
     """
     from . import detect_format, load
-    from .reading import check_limit
+    from ..jsonio.reading import check_limit
 
     check_limit(limit_tasks, "limit_tasks")
     files = [Path(paths)] if isinstance(paths, (str, Path)) else [Path(p) for p in paths]

@@ -10,7 +10,7 @@ from pathlib import Path
 
 from ..conflicts.pairs import LabelledPair
 from ..errors import TraceFormatError
-from .reading import json_lines
+from ..jsonio.reading import json_lines
 
 __all__ = ["load_pairs"]
 

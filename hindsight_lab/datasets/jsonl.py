@@ -38,8 +38,8 @@ from pydantic import ValidationError as PydanticError
 
 from ..errors import TraceFormatError, ValidationError
 from ..trace import Episode, TraceStep
-from .limits import DEFAULT_LIMITS, ReadLimits, check_instruction, loads
-from .reading import escape_line_breaks
+from ..jsonio.limits import DEFAULT_LIMITS, ReadLimits, check_instruction, loads
+from ..jsonio.reading import escape_line_breaks
 
 logger = logging.getLogger(__name__)
 

@@ -50,8 +50,8 @@ from datetime import datetime, timedelta, timezone
 from pathlib import Path
 from typing import Any, Callable
 
-from .limits import DEFAULT_LIMITS, ReadLimits
-from .reading import check_limit, read_json_list
+from ..jsonio.limits import DEFAULT_LIMITS, ReadLimits
+from ..jsonio.reading import check_limit, read_json_list
 from ..errors import TraceFormatError
 from ..trace import Episode
 

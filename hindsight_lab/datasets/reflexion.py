@@ -76,7 +76,7 @@ from pydantic import ValidationError as PydanticError
 
 from ..errors import TraceFormatError
 from ..trace import Episode
-from .reading import check_limit, read_text
+from ..jsonio.reading import check_limit, read_text
 
 logger = logging.getLogger(__name__)
 

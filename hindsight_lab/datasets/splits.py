@@ -34,7 +34,7 @@ from dataclasses import dataclass
 from typing import Any, Literal
 
 from ..errors import TraceFormatError
-from .reading import split_lines
+from ..jsonio.reading import split_lines
 
 __all__ = ["Split", "id_hash"]
 

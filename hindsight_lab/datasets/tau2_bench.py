@@ -49,8 +49,8 @@ from typing import Any, Mapping
 
 from ..errors import TraceFormatError
 from ..trace import Episode
-from .limits import DEFAULT_LIMITS, ReadLimits
-from .reading import Fields, check_limit, read_json
+from ..jsonio.limits import DEFAULT_LIMITS, ReadLimits
+from ..jsonio.reading import Fields, check_limit, read_json
 from .splits import id_hash
 
 READ_ONLY_PREFIXES = ("get_", "find_", "search_", "list_", "check_", "calculate", "think",

@@ -37,8 +37,8 @@ from pathlib import Path
 from typing import Any
 
 
-from .limits import DEFAULT_LIMITS, ReadLimits
-from .reading import Fields, check_limit, read_json_list
+from ..jsonio.limits import DEFAULT_LIMITS, ReadLimits
+from ..jsonio.reading import Fields, check_limit, read_json_list
 from ..errors import ConfigError
 from ..trace import Episode
 

@@ -12,7 +12,7 @@ from typing import Any, Iterator, Mapping, Sequence
 
 from ..config import LabConfig
 from ..datasets.combine import ORDERS, file_sha256
-from ..datasets.reading import check_limit
+from ..jsonio.reading import check_limit
 from ..errors import ConfigError, NothingToDo
 from ..metrics import Judgements
 from ..metrics.modes import MODES, judge_mode

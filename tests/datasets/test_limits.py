@@ -16,7 +16,7 @@ from hindsight_lab.cli import main
 from hindsight_lab.datasets.conflict_pairs import load_pairs
 from hindsight_lab.datasets import detect_format, load, read_locomo
 from hindsight_lab.datasets.jsonl import ReadStats, load_episodes
-from hindsight_lab.datasets.limits import ReadLimits, check_value, loads
+from hindsight_lab.jsonio.limits import ReadLimits, check_value, loads
 from hindsight_lab.errors import TraceFormatError
 
 from support import episode

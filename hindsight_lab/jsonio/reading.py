@@ -1,4 +1,4 @@
-"""Reading helpers shared by the adapters (and by the other readers of JSON Lines files: ``memories import``, the
+"""Reading helpers shared by every reader of JSON and JSON Lines files (the dataset adapters, ``memories import``, the
 labelled conflict pairs); every one bounds what it parses (:mod:`.limits`) and names the file in its errors.
 
 Examples:

@@ -31,6 +31,12 @@ the session, named with its time."""
 _UNMARKED: dict[str, float] = {}
 
 
+if os.environ.get("PYTEST_XDIST_WORKER_COUNT", "").isdigit():  # the session's workers share the cores
+    from hindsight_lab.embed.threads import cores
+
+    os.environ.setdefault("OMP_NUM_THREADS", str(max(1, cores() // int(os.environ["PYTEST_XDIST_WORKER_COUNT"]))))
+
+
 def pytest_addoption(parser: pytest.Parser) -> None:
     parser.addoption("--slow", action="store_true",
                      help="also run the tests marked slow (end-to-end; without it and without -m they are deselected)")

@@ -247,3 +247,23 @@ def test_lexical_scale_reads_a_weak_best_match_as_weak():
                                        if h.record.source_episode_ids[0] == "retry")
     assert lexical["best"]["e0"] == 1.0 and 0 < lexical["query"]["e0"] < 0.5
     assert 0.8 < lexical["query"]["retry"] < 1.0 and lexical["best"]["retry"] == 1.0
+
+
+def test_stored_sources_follow_every_write_merge_archive_and_delete_without_a_scan(mem):
+    def scanned() -> list[tuple[str, tuple[str, ...]]]:
+        return sorted((r.id, r.source_episode_ids) for r in mem.records())
+
+    for i in range(6):  # failures of one task type: the heuristic reflector writes candidates from them
+        mem.reflect(episode(f"e{i}", f"Cancel reservation R{i}", ["get_reservation_details", "cancel_reservation"],
+                            outcome="failure", task_id=f"t{i % 2}", failure_cause="strategy"))
+    mem.write("Check the fare class before a cancellation", task_type="cancel_reservation",
+              source_episode_ids=["e0", "e1"])
+    assert sorted(mem.stored_sources()) == scanned() and len(scanned()) > 6
+    victim = mem.records(Kind.EPISODE)[0]
+    mem.delete(victim.id)
+    assert victim.id not in dict(mem.stored_sources()) and sorted(mem.stored_sources()) == scanned()
+    report = mem.maintain(T0 + timedelta(days=400))  # a year on: decay archives what nothing confirmed
+    assert report.archived, report
+    assert sorted(mem.stored_sources()) == scanned()
+    reopened = MemorySystem(LabConfig(), store=mem.store, embedder=mem.embedder, clock=lambda: T0)
+    assert sorted(reopened.stored_sources()) == scanned()  # rebuilt from the store at open

@@ -24,6 +24,9 @@ class EmbedderConfig(Section):
     threads: int = Field(1, ge=0)
     """Torch intra-op threads, set when the model loads (0: torch's default). One thread avoids the stalls of
     spin-waiting threads on a busy machine and suits a server answering concurrent requests."""
+    bulk_threads: int = Field(0, ge=0)
+    """Torch threads while one call encodes more than ``batch_size`` texts (a replay's prefetch, a re-embed, an
+    import); 0: ``OMP_NUM_THREADS`` when set, else every core the process may run on. Vectors do not depend on it."""
 
 
 class HnswConfig(Section):

@@ -25,7 +25,8 @@ logger = logging.getLogger(__name__)
 
 
 def make_embedder(model: str, *, device: str = "cpu", batch_size: int = 64, query_cache_size: int = 1024,
-                  normalize: bool = True, threads: int = 1) -> HashingEmbedder | SentenceTransformerEmbedder:
+                  normalize: bool = True, threads: int = 1, bulk_threads: int = 0
+                  ) -> HashingEmbedder | SentenceTransformerEmbedder:
     """Build the embedder a config names.
 
     ``"hashing"`` or ``"hashing-<dim>"`` gives a :class:`HashingEmbedder` (dim 256 by default; ``device``,
@@ -38,6 +39,8 @@ def make_embedder(model: str, *, device: str = "cpu", batch_size: int = 64, quer
         query_cache_size: Size of the LRU query cache; 0 disables it.
         normalize: L2-normalise sentence-transformers embeddings.
         threads: torch intra-op threads set when the model loads (0: torch's default).
+        bulk_threads: torch threads of a call of more than ``batch_size`` texts (0: ``OMP_NUM_THREADS``, else
+            every core).
 
     Raises:
         ConfigError: ``model`` is not a string, or ``"hashing-..."`` does not end in a positive integer.
@@ -57,7 +60,8 @@ def make_embedder(model: str, *, device: str = "cpu", batch_size: int = 64, quer
                               f"(e.g. 'hashing-256'), got {model!r}")
         return HashingEmbedder(dim=int(match[1] or 256), query_cache_size=query_cache_size)
     return SentenceTransformerEmbedder(model, device=device, batch_size=batch_size,
-                                       query_cache_size=query_cache_size, normalize=normalize, threads=threads)
+                                       query_cache_size=query_cache_size, normalize=normalize, threads=threads,
+                                       bulk_threads=bulk_threads)
 
 
 def embedder_for(cfg: Any) -> HashingEmbedder | SentenceTransformerEmbedder:
@@ -70,5 +74,5 @@ def embedder_for(cfg: Any) -> HashingEmbedder | SentenceTransformerEmbedder:
         'hashing-32'
     """
     return make_embedder(cfg.model, device=cfg.device, batch_size=cfg.batch_size,
-                         query_cache_size=cfg.query_cache_size, threads=cfg.threads)
+                         query_cache_size=cfg.query_cache_size, threads=cfg.threads, bulk_threads=cfg.bulk_threads)
 

@@ -199,6 +199,12 @@ class MemorySystem:
         out = [r for b in buckets for r in self.store.scan(b)]
         return [r for r in out if kind is None or r.kind is kind]
 
+    def stored_sources(self) -> list[tuple[str, tuple[str, ...]]]:
+        """``(memory_id, source_episode_ids)`` of every unarchived record, read from the recall index (no scan
+        of the store): what a replay's oracle hit@k counts after every query."""
+        self.ensure_open()
+        return self.index_.sources()
+
     def stats(self) -> dict[str, Any]:
         """Counts per bucket and layer, task types, triggers, the embedding model."""
         self.ensure_open()

@@ -214,7 +214,7 @@ class Hindsight:
         self.mem.maintain(now)
 
     def stored(self) -> list[tuple[str, tuple[str, ...]]]:
-        return [(r.id, r.source_episode_ids) for r in self.mem.records()]
+        return self.mem.stored_sources()
 
     def counts(self) -> dict[str, int]:
         st = self.mem.stats()

@@ -95,6 +95,7 @@ class RecallIndex:
         self._bucket_of: dict[str, Bucket] = {}
         self._counts: dict[Bucket, int] = dict.fromkeys(BUCKETS, 0)
         self._episode_ids: dict[str, str] = {}
+        self._sources: dict[str, tuple[str, ...]] = {}  # unarchived record -> its source episodes
 
     def build(self, rows: Iterable[tuple[MemoryRecord, Bucket]]) -> None:
         """Index every stored record (called once, when the store opens)."""
@@ -112,6 +113,10 @@ class RecallIndex:
     def counts(self) -> dict[Bucket, int]:
         return dict(self._counts)
 
+    def sources(self) -> list[tuple[str, tuple[str, ...]]]:
+        """``(record id, source_episode_ids)`` of every unarchived record, in the order they were first stored."""
+        return list(self._sources.items())
+
     def record_of_episode(self, episode_id: str) -> str | None:
         """The id of the record written for the episode ``episode_id`` (archived since, or not), else None."""
         return self._episode_ids.get(episode_id)
@@ -127,6 +132,7 @@ class RecallIndex:
         self._bucket_of[rec.id] = bucket
         retired = is_retired(rec)
         if bucket is Bucket.ARCHIVE:
+            self._sources.pop(rec.id, None)
             self.task_types.remove(rec.id)
             self.triggers.remove(rec.id)
             self.steps.remove(rec.id)
@@ -137,6 +143,7 @@ class RecallIndex:
             self.retired.add(rec.id)  # a retired success still shows how its kind of task is worded
         else:
             self.retired.remove(rec.id)
+            self._sources[rec.id] = tuple(rec.source_episode_ids)
             self.task_types.add(rec.id, rec.task_type, rec.created_at.timestamp(), bucket)
             self.lexical.add(rec.id, rec.embed_text, bucket)
         if rec.kind is Kind.EPISODE:  # without a task_type (not learnt from) the classifier forgets the record
@@ -157,6 +164,7 @@ class RecallIndex:
         old = self._bucket_of.pop(record_id, None)
         if old is not None:
             self._counts[old] -= 1
+        self._sources.pop(record_id, None)
         self.retired.remove(record_id)
         self.task_types.remove(record_id)
         self.triggers.remove(record_id)

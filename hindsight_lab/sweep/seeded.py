@@ -134,8 +134,10 @@ class SeededTerm:
             import multiprocessing
             from concurrent.futures import ProcessPoolExecutor, as_completed
 
-            with ProcessPoolExecutor(min(self.workers, len(todo)),
-                                     mp_context=multiprocessing.get_context("spawn")) as ex:
+            from ..embed.threads import share_cores
+
+            n = min(self.workers, len(todo))
+            with share_cores(n), ProcessPoolExecutor(n, mp_context=multiprocessing.get_context("spawn")) as ex:
                 futures = {ex.submit(type(self).runner, cfg, int(seed), tuple(systems), self.size, self.top_k, None):
                            key for key, (cfg, seed) in todo}
                 failed: BaseException | None = None

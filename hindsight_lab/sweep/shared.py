@@ -33,6 +33,7 @@ import numpy as np
 
 from .._env import home
 from ..config import LabConfig
+from ..embed.threads import share_cores
 from ..errors import ConfigError
 from .live_runs import LiveRunStore
 from .pipeline import Setup, finish, header, progress, trial_count
@@ -91,18 +92,19 @@ def run_shared(spec: SweepSpec, options: StudyOptions, *, trials: int | None = N
     study.register()
     say(header(setup, n) + f"; study {name!r} in {public(url)} ({'new' if first else 'joined'}), "
         f"{options.workers} process{'es' if options.workers > 1 else ''} here")
-    procs = start_workers(job, options.workers - 1, dict(options.arms))
 
     def report(done: Worked) -> None:
         line = progress(collected(study, setup)[0], spec, n, here=f" ({done.told} here)")
         if line:
             say(line)
 
-    try:
-        worked = work(study, setup, batch=batch, poll_s=options.poll_s, on_batch=report)
-    except BaseException:
-        stop_workers(procs, 0.0)
-        raise
+    with share_cores(options.workers):  # the started workers and this one share the cores while they work
+        procs = start_workers(job, options.workers - 1, dict(options.arms))
+        try:
+            worked = work(study, setup, batch=batch, poll_s=options.poll_s, on_batch=report)
+        except BaseException:
+            stop_workers(procs, 0.0)
+            raise
     for note in stop_workers(procs, max(2.0, 4 * options.poll_s)):
         say(f"  {note}")
     setup.timing["study_s"] = time.perf_counter() - started

@@ -76,6 +76,32 @@ def test_batched_equals_one_by_one(minilm):
     np.testing.assert_allclose(minilm.embed_query(TEXTS[1]), batched[1], atol=1e-5)
 
 
+def test_a_bulk_encode_uses_its_own_thread_count_and_gives_the_same_vectors(minilm, monkeypatch):
+    import torch
+
+    from hindsight_lab.embed.threads import bulk_thread_count
+
+    monkeypatch.setenv("OMP_NUM_THREADS", "3")
+    assert bulk_thread_count(0) == 3 and bulk_thread_count(2) == 2  # explicit, else the convention's variable
+    monkeypatch.delenv("OMP_NUM_THREADS")
+    assert bulk_thread_count(0) >= 1
+    seen = []
+    real = torch.set_num_threads
+    monkeypatch.setattr(torch, "set_num_threads", lambda n: (seen.append(n), real(n))[1])
+    texts = TEXTS * 3
+    one = SentenceTransformerEmbedder(batch_size=4, bulk_threads=1)
+    one.model_ = minilm.model_
+    two = SentenceTransformerEmbedder(batch_size=4, bulk_threads=2)
+    two.model_ = minilm.model_
+    before = torch.get_num_threads()
+    np.testing.assert_allclose(two.embed(texts), one.embed(texts), atol=1e-6)
+    assert torch.get_num_threads() == before  # restored after the bulk call
+    assert 2 in seen and seen[-1] == before, seen
+    seen.clear()
+    two.embed(TEXTS[:3])  # not more than batch_size texts: the load-time count, untouched
+    assert seen == []
+
+
 def test_chroma_call_shape(minilm):
     out = minilm(["a", "b"])
     assert isinstance(out, list) and len(out) == 2

@@ -117,15 +117,43 @@ def within_task_support(runs: Sequence[Run], applies: Callable[[Run], bool],
                         followed: Callable[[Run], bool]) -> Support:
     """Count the pairs of runs of one task, both of which the rule ``applies`` to, that it tells apart (one
     ``followed`` it, one succeeded)."""
-    return _support([(r, followed(r)) for r in runs if applies(r)])
+    marks = _Marks.of(runs, RunTest(applies, followed))
+    return marks.support(np.fromiter((r.success for r in runs), dtype=bool, count=len(runs)))
 
 
-def _support(marked: Sequence[tuple[Run, bool]]) -> Support:
-    """:func:`within_task_support` over the runs a rule applies to, each with whether it followed the rule."""
-    tally = _Tally()
-    for run, followed in marked:
-        tally.add(run, followed)
-    return tally.support
+@dataclass(frozen=True)
+class _Marks:
+    """A rule over a whole history, as counts can read it: the runs it applies to (``index``), the task of each
+    (numbered), whether each followed it, and whether some source has runs that followed it and runs that did not.
+    :meth:`support` counts its within-task pairs for any outcomes (the real ones or a shuffle) at once: in a task
+    with ``a`` followers that succeeded and ``d`` others that failed, ``a·d`` pairs agree (as :class:`_Tally` finds
+    them pair by pair)."""
+
+    index: np.ndarray
+    cell: np.ndarray
+    tasks: int
+    compared: bool
+
+    @classmethod
+    def of(cls, runs: Sequence[Run], test: RunTest) -> "_Marks":
+        index = [i for i, r in enumerate(runs) if test.applies(r)]
+        followed = [test.followed(runs[i]) for i in index]
+        task_no: dict[str, int] = {}
+        tasks = [task_no.setdefault(runs[i].task, len(task_no)) for i in index]
+        by_source: dict[str, set[bool]] = defaultdict(set)
+        for i, f in zip(index, followed):
+            by_source[runs[i].source].add(f)
+        cell = 4 * np.array(tasks, dtype=np.int64) + 2 * np.array(followed, dtype=np.int64)
+        return cls(np.array(index, dtype=np.int64), cell, len(task_no), any(len(v) == 2 for v in by_source.values()))
+
+    def support(self, success: np.ndarray) -> Support:
+        """The rule's :class:`Support` when the runs ended as ``success`` says (one flag per run of the history)."""
+        if not len(self.index):
+            return Support(0, 0, 0, self.compared)
+        counts = np.bincount(self.cell + success[self.index], minlength=4 * self.tasks).reshape(self.tasks, 4)
+        agree = counts[:, 3] * counts[:, 0]  # followed and succeeded × did not follow and failed
+        disagree = counts[:, 2] * counts[:, 1]
+        return Support(int(agree.sum()), int(disagree.sum()), int(np.count_nonzero(agree)), self.compared)
 
 
 def _rules(runs: Sequence[Run], sources: Mapping[str, Mapping[tuple[str, str], Source]]
@@ -212,13 +240,13 @@ def rule_ceiling(episodes: Sequence[Any], bar: Bar = Bar(), *, examples: int = 3
     runs = runs_of(episodes, outside_failures=False)
     sources = {ep.episode_id: argument_sources(ep) for ep in episodes}
     tests = _rules(runs, sources)
-    rules = [(form, text, [(i, test.followed(r)) for i, r in enumerate(runs) if test.applies(r)])
-             for form, text, test in tests]
+    rules = [(form, text, _Marks.of(runs, test)) for form, text, test in tests]
 
     def supported(runs: Sequence[Run]) -> dict[str, list[tuple[float, str, Support]]]:
         found: dict[str, list[tuple[float, str, Support]]] = {form: [] for form in FORMS}
+        success = np.fromiter((r.success for r in runs), dtype=bool, count=len(runs))
         for form, text, marks in rules:
-            s = _support([(runs[i], f) for i, f in marks])
+            s = marks.support(success)
             if s.passes(bar):
                 found[form].append((s.probability(bar.prior_effect), text, s))
         return found

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
+import numpy as np
 import pytest
 
 from hindsight_lab.config import LabConfig
@@ -200,3 +201,19 @@ def test_argument_rules_are_supported_when_runs_that_use_the_users_values_succee
     stated = rule_ceiling(episodes, shuffles=0)["forms"]["stated"]
     assert stated["supported"] == 1 and stated["examples"][0]["rule"] == "Call cancel with the id the user stated."
     assert stated["examples"][0]["tasks"] == 8
+
+
+def test_counting_a_whole_history_at_once_equals_tallying_it_run_by_run() -> None:
+    from hindsight_lab.rule_stats.ceiling import _Marks, _Tally
+
+    rng = np.random.default_rng(3)
+    for _ in range(50):
+        runs = [Run(f"e{i}", f"t{rng.integers(6)}", f"s{rng.integers(3)}", i,
+                    tuple(rng.choice(["get", "pay", "check"], size=rng.integers(1, 4))), bool(rng.random() < 0.5))
+                for i in range(int(rng.integers(1, 40)))]
+        test = RunTest(lambda r: "pay" in r.tools, lambda r: "check" in r.tools)
+        tally = _Tally()
+        for r in runs:
+            if test.applies(r):
+                tally.add(r, test.followed(r))
+        assert _Marks.of(runs, test).support(np.array([r.success for r in runs])) == tally.support

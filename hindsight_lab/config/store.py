@@ -27,6 +27,10 @@ class EmbedderConfig(Section):
     bulk_threads: int = Field(0, ge=0)
     """Torch threads while one call encodes more than ``batch_size`` texts (a replay's prefetch, a re-embed, an
     import); 0: ``OMP_NUM_THREADS`` when set, else every core the process may run on. Vectors do not depend on it."""
+    disk_cache: bool = True
+    """Keep the vectors a replay prefetches in ``$HINDSIGHT_LAB_HOME/cache/embeddings.sqlite``, keyed by the model
+    and the text, and read them back in later replays instead of encoding them again
+    (:mod:`hindsight_lab.embed.cache`)."""
 
 
 class HnswConfig(Section):

@@ -31,16 +31,27 @@ class PrefetchedEmbedder(WrappingEmbedder):
         texts: texts to embed ahead (duplicates are embedded once). When ``inner`` is itself a
             PrefetchedEmbedder the two share one table of vectors (a vector depends only on its text): only new
             texts are embedded, and what either embeds the other knows, so one cache can serve several replays.
+        cache: a :class:`~hindsight_lab.embed.cache.VectorCache` of ``inner``'s model: texts it holds are read
+            from it, the others embedded and kept in it (``from_cache`` counts the first).
     """
 
-    def __init__(self, inner: Any, texts: Iterable[str]) -> None:
+    def __init__(self, inner: Any, texts: Iterable[str], *, cache: Any = None) -> None:
         known: dict[str, np.ndarray] = {}
         if isinstance(inner, PrefetchedEmbedder):  # prefetching again: share its vectors, wrap what it wraps
             known, inner = inner._known, inner.wrapped
         super().__init__(inner)
         unique = [t for t in dict.fromkeys(texts) if t not in known]
+        self.from_cache = 0
+        if unique and cache is not None:  # vectors an earlier run encoded (embed.cache)
+            held = cache.get(unique)
+            known.update(held)
+            self.from_cache = len(held)
+            unique = [t for t in unique if t not in held]
         if unique:
-            known.update(zip(unique, inner.embed(unique)))
+            fresh = dict(zip(unique, inner.embed(unique)))
+            known.update(fresh)
+            if cache is not None:
+                cache.put(fresh)
         self._known = known
         self.misses = 0
 

@@ -106,6 +106,13 @@ class SentenceTransformerEmbedder(BaseEmbedder):
         """Stable model identifier recorded in stores; does not load the model."""
         return PACKAGED_MODEL if self.model in _PACKAGED_ALIASES else str(self.model)
 
+    def fingerprint(self) -> str:
+        """What this model's vectors depend on besides the text (:func:`~hindsight_lab.embed.cache.fingerprint`);
+        does not load the model."""
+        from hindsight_lab.embed.cache import fingerprint
+
+        return fingerprint(self.name(), self.tokenizer_path(), self.normalize)
+
     def tokenizer_path(self) -> Path | None:
         """Folder holding the model's tokenizer files when known without loading (packaged or local model)."""
         if self.model in _PACKAGED_ALIASES:

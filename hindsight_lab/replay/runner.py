@@ -274,8 +274,10 @@ def prefetch(embedder: Any, episodes: Sequence[Any], queries: Sequence[str], con
              keys: Sequence[str] = (), *, summaries: bool = True) -> tuple[Any, float]:
     """Embed ahead, in batches, the texts the systems will embed one by one: each episode's instruction (the
     query), the key hindsight finds it by and the baselines' (``keys``: ``episode.key`` values), its stored
-    summary (when a baseline embeds it, ``summaries``, or it is hindsight's key), and the questions."""
+    summary (when a baseline embeds it, ``summaries``, or it is hindsight's key), and the questions; vectors an
+    earlier replay encoded come from the disk cache (``embedder.disk_cache``, :mod:`hindsight_lab.embed.cache`)."""
     from ..embed import PrefetchedEmbedder
+    from ..embed.cache import disk_cache
     from ..trace.summary import episode_key, summarise
 
     start = time.perf_counter()
@@ -289,4 +291,9 @@ def prefetch(embedder: Any, episodes: Sequence[Any], queries: Sequence[str], con
         from ..retrieve.wording import mask_entities
 
         texts += [mask_entities(t) for t in [ep.instruction for ep in episodes] + list(queries)]
-    return PrefetchedEmbedder(embedder, texts), time.perf_counter() - start
+    cache = disk_cache(embedder) if config.embedder.disk_cache else None
+    try:
+        return PrefetchedEmbedder(embedder, texts, cache=cache), time.perf_counter() - start
+    finally:
+        if cache is not None:
+            cache.close()

@@ -44,7 +44,14 @@ def pytest_addoption(parser: pytest.Parser) -> None:
                      help="an unmarked test slower than this fails the session (default 5)")
 
 
+LONGEST_FIRST = ("test_notebooks.py", "test_readme.py")
+"""The files that take longest (every notebook run, every README command as a process; minutes each), handed to the
+workers first: each file runs on one worker (``--dist loadfile``), and one of these started last would leave the
+other workers idle until it ends. The other files keep their order."""
+
+
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    items.sort(key=lambda item: item.path.name not in LONGEST_FIRST or item.path.parent.name != "tests")
     if config.getoption("--slow") or config.option.markexpr:
         return
     slow = [item for item in items if item.get_closest_marker("slow")]

@@ -13,7 +13,7 @@ def test_defaults_are_the_documented_values():
     cfg = LabConfig()
     w = cfg.retrieval.weights
     assert w.model_dump() == dict(semantic=0.5, lexical=0.2, task_type=0.6, task_type_p=0.0, confidence=0.05,
-                                  recency=0.05, episode=0.0, redundancy=0.1)
+                                  recency=0.05, episode=0.0, fused=0.0, redundancy=0.1)
     c = cfg.retrieval.classifier  # chosen by experiments/default_selection_lures.yaml, then contrast by _contrast
     assert (c.method, c.learn_from, c.min_share, c.intent, c.intent_match, c.instance_blind, c.contrast) == (
         "embedding", "successes", 0.3, True, "same", True, True)

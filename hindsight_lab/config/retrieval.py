@@ -30,6 +30,9 @@ class WeightsConfig(Section):
     """w5: ``0.5 ** (age / half_life)``, age from last_confirmed_at else created_at."""
     episode: float = Field(0.0, ge=0, json_schema_extra=affects(RECALL))
     """1 for an episode record, 0 for a candidate or rule: what happened against what a reflection concluded."""
+    fused: float = Field(0.0, ge=0, json_schema_extra=affects(RECALL))
+    """Reciprocal rank fusion of the cosine and BM25 orders among the candidates (``1/(60 + rank)`` each), scaled to
+    [0, 1]: the two retrievers' agreement without a scale between their scores."""
     redundancy: float = Field(0.1, ge=0, json_schema_extra=affects(RECALL))
     """w6: penalty on the highest similarity to a record already selected (greedy, MMR-style)."""
 

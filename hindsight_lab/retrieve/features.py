@@ -10,9 +10,9 @@ Examples:
     >>> from hindsight_lab.retrieve.params import ParamBatch, RerankParams
     >>> raw = {"semantic": np.array([0.9, 1.2]), "lexical": np.array([1.0, 0.0]), "task_type": np.array([1.0, 0.0]),
     ...        "task_type_p": np.array([0.6, 0.2]), "confidence": np.array([0.8, 0.5]),
-    ...        "recency": np.array([0.0, 14.0]), "episode": np.array([1.0, 0.0])}
+    ...        "recency": np.array([0.0, 14.0]), "episode": np.array([1.0, 0.0]), "fused": np.array([1.0, 0.5])}
     >>> feature_matrix(raw, ParamBatch.of(RerankParams({}))).tolist()
-    [[0.9, 1.0, 1.0, 0.6, 0.8, 1.0, 1.0], [1.0, 0.0, 0.0, 0.2, 0.5, 0.5, 0.0]]
+    [[0.9, 1.0, 1.0, 0.6, 0.8, 1.0, 1.0, 1.0], [1.0, 0.0, 0.0, 0.2, 0.5, 0.5, 0.0, 0.5]]
 """
 
 from __future__ import annotations
@@ -175,6 +175,36 @@ def episodes(c: "Candidates", now: datetime) -> np.ndarray:
     return np.asarray([1.0 if r.kind is Kind.EPISODE else 0.0 for r in c.records], dtype=np.float64)
 
 
+RRF_K = 60
+"""The constant of reciprocal rank fusion (Cormack, Clarke and Büttcher, SIGIR 2009: ``1 / (k + rank)``, k = 60)."""
+
+
+def _ranks(values: np.ndarray) -> np.ndarray:
+    """1-based rank of each value, highest first (ties in candidate order)."""
+    order = np.argsort(-values, kind="stable")
+    ranks = np.empty(len(values), dtype=np.float64)
+    ranks[order] = np.arange(1, len(values) + 1)
+    return ranks
+
+
+def fused(c: "Candidates", now: datetime) -> np.ndarray:
+    """Reciprocal rank fusion of the two retrievers' orders among the candidates: ``1/(k + rank by cosine)`` plus
+    ``1/(k + rank by BM25)`` for a candidate the keywords match at all, over the most a candidate can have
+    (``2/(k + 1)``), so in [0, 1]. Rank fusion reads only orders, so it needs no scale between the two scores.
+
+    Examples:
+        >>> from types import SimpleNamespace as R
+        >>> fused(R(similarity=[0.9, 0.5, 0.7], lexical=[0.0, 2.0, 1.0]), None).round(3).tolist()
+        [0.5, 0.984, 0.984]
+    """
+    sim = np.asarray(c.similarity, dtype=np.float64)
+    lex = np.asarray(c.lexical, dtype=np.float64)
+    if not len(sim):
+        return np.zeros(0)
+    score = 1.0 / (RRF_K + _ranks(sim)) + np.where(lex > 0, 1.0 / (RRF_K + _ranks(lex)), 0.0)
+    return score / (2.0 / (RRF_K + 1))
+
+
 @dataclass(frozen=True)
 class Feature:
     """One rerank feature: ``raw(candidates, now)`` is cached, ``value(raw, params)`` gives ``(n,)`` or ``(C, n)``."""
@@ -193,7 +223,7 @@ def ages_days(c: "Candidates", now: datetime) -> np.ndarray:
 #: Every feature by name: semantic (cosine to the query, clipped to [0, 1]), lexical (BM25 score over the best in
 #: the store or the query's own, ``retrieval.lexical_scale``), task_type (:func:`type_matches`), task_type_p
 #: (:func:`graded_type_matches`), confidence (:func:`confidences`), recency (``0.5 ** (age / half_life)`` with the
-#: age of :func:`ages_days`) and episode (:func:`episodes`).
+#: age of :func:`ages_days`), episode (:func:`episodes`) and fused (:func:`fused`, the two retrievers' orders fused).
 FEATURES: dict[str, Feature] = {f.name: f for f in (
     Feature("semantic", lambda c, now: np.asarray(c.similarity, dtype=np.float64), _clipped),
     Feature("lexical", lambda c, now: np.asarray(c.lexical, dtype=np.float64)),
@@ -202,6 +232,7 @@ FEATURES: dict[str, Feature] = {f.name: f for f in (
     Feature("confidence", confidences),
     Feature("recency", ages_days, _recency),
     Feature("episode", episodes),
+    Feature("fused", fused),
 )}
 
 

@@ -2,8 +2,8 @@
 
     score_i = Σ_t w_t·feature_t,i − w_redundancy·redundancy_i,   t over :data:`TERMS`
 
-with the terms ``semantic``, ``lexical``, ``task_type``, ``task_type_p``, ``confidence``, ``recency`` and ``episode``
-(each in [0, 1], computed by
+with the terms ``semantic``, ``lexical``, ``task_type``, ``task_type_p``, ``confidence``, ``recency``, ``episode``
+and ``fused`` (each in [0, 1], computed by
 :mod:`~hindsight_lab.retrieve.features`) and the weights of ``retrieval.weights``, under the same names.
 ``redundancy_i`` is the highest similarity of candidate i to a candidate already selected (greedy, MMR-style), so
 the score of a candidate depends on what was picked before it. Triggered rules (``forced``) are guaranteed a place,
@@ -17,9 +17,9 @@ exactly what ``search`` would. A new term is a name here, a weight in the config
 Examples:
     >>> import numpy as np
     >>> from hindsight_lab.retrieve.params import ParamBatch, RerankParams
-    >>> feats = np.array([[0.9, 0.5, 1, 0, 0.5, 1.0, 1], [0.8, 1.0, 0, 0, 0.5, 1.0, 1]])  # columns: TERMS
+    >>> feats = np.array([[0.9, 0.5, 1, 0, 0.5, 1.0, 1, 1], [0.8, 1.0, 0, 0, 0.5, 1.0, 1, 1]])  # columns: TERMS
     >>> w = dict(semantic=0.2, lexical=0.2, task_type=0.3, task_type_p=0, confidence=0.3, recency=0.1, episode=0,
-    ...          redundancy=0.1)
+    ...          fused=0, redundancy=0.1)
     >>> res = rerank(feats, np.eye(2), RerankParams(w), top_k=2)
     >>> res.order, round(float(res.terms[0, COLUMNS.index("total")]), 3)
     ([0, 1], 0.83)

@@ -115,9 +115,11 @@ def test_a_replay_keeps_its_stores_in_memory_unless_given_a_folder(minilm, tmp_p
     before = {c.name for c in client.list_collections()}
     in_memory = run_replay("tau-bench-airline-sample", systems=["hindsight"], embedder=minilm)
     assert {c.name for c in client.list_collections()} == before  # nothing left behind
-    assert not any(tmp_path.iterdir())
+    home = tmp_path / "hindsight-home"  # the test's own home: only the cache of vectors was written there
+    assert [p for p in tmp_path.iterdir() if p != home] == []
+    assert {p.relative_to(home).parts[0] for p in home.rglob("*")} <= {"cache"}
     on_disk = run_replay("tau-bench-airline-sample", systems=["hindsight"], embedder=minilm, workdir=tmp_path)
-    folders = [p for p in tmp_path.iterdir() if p.is_dir()]
+    folders = [p for p in tmp_path.iterdir() if p.is_dir() and p != home]
     assert len(folders) == 1 and folders[0].name.startswith("hindsight-") and any(folders[0].iterdir())
 
     def figures(report):

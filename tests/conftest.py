@@ -32,9 +32,9 @@ _UNMARKED: dict[str, float] = {}
 
 
 if os.environ.get("PYTEST_XDIST_WORKER_COUNT", "").isdigit():  # the session's workers share the cores
-    from hindsight_lab.embed.threads import cores
+    from hindsight_lab.embed.threads import core_share
 
-    os.environ.setdefault("OMP_NUM_THREADS", str(max(1, cores() // int(os.environ["PYTEST_XDIST_WORKER_COUNT"]))))
+    os.environ.setdefault("OMP_NUM_THREADS", str(core_share(int(os.environ["PYTEST_XDIST_WORKER_COUNT"]))))
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:

@@ -111,7 +111,10 @@ class SentenceTransformerEmbedder(BaseEmbedder):
         does not load the model."""
         from hindsight_lab.embed.cache import fingerprint
 
-        return fingerprint(self.name(), self.tokenizer_path(), self.normalize)
+        key = (self.name(), self.normalize)
+        if getattr(self, "_fingerprint", (None, None))[0] != key:  # read the model's files once per embedder
+            self._fingerprint = (key, fingerprint(self.name(), self.tokenizer_path(), self.normalize))
+        return self._fingerprint[1]
 
     def tokenizer_path(self) -> Path | None:
         """Folder holding the model's tokenizer files when known without loading (packaged or local model)."""

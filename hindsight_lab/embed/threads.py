@@ -16,6 +16,11 @@ def cores() -> int:
     return len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
 
 
+def core_share(processes: int) -> int:
+    """Each of ``processes`` working at once gets this many cores: an equal share, at least one."""
+    return max(1, cores() // max(1, int(processes)))
+
+
 @contextmanager
 def share_cores(processes: int) -> Iterator[int]:
     """Within the block, each of ``processes`` working at once (this one and those it starts, which inherit the
@@ -29,7 +34,7 @@ def share_cores(processes: int) -> Iterator[int]:
     """
     user = os.environ.get("OMP_NUM_THREADS")
     if user is None:
-        os.environ["OMP_NUM_THREADS"] = str(max(1, cores() // max(1, int(processes))))
+        os.environ["OMP_NUM_THREADS"] = str(core_share(processes))
     try:
         yield bulk_thread_count(0)
     finally:

@@ -117,8 +117,12 @@ def within_task_support(runs: Sequence[Run], applies: Callable[[Run], bool],
                         followed: Callable[[Run], bool]) -> Support:
     """Count the pairs of runs of one task, both of which the rule ``applies`` to, that it tells apart (one
     ``followed`` it, one succeeded)."""
-    marks = _Marks.of(runs, RunTest(applies, followed))
-    return marks.support(np.fromiter((r.success for r in runs), dtype=bool, count=len(runs)))
+    return _Marks.of(runs, RunTest(applies, followed)).support(_outcomes(runs))
+
+
+def _outcomes(runs: Sequence[Run]) -> np.ndarray:
+    """Whether each run succeeded, as the flags :meth:`_Marks.support` reads."""
+    return np.fromiter((r.success for r in runs), dtype=bool, count=len(runs))
 
 
 @dataclass(frozen=True)
@@ -244,7 +248,7 @@ def rule_ceiling(episodes: Sequence[Any], bar: Bar = Bar(), *, examples: int = 3
 
     def supported(runs: Sequence[Run]) -> dict[str, list[tuple[float, str, Support]]]:
         found: dict[str, list[tuple[float, str, Support]]] = {form: [] for form in FORMS}
-        success = np.fromiter((r.success for r in runs), dtype=bool, count=len(runs))
+        success = _outcomes(runs)
         for form, text, marks in rules:
             s = marks.support(success)
             if s.passes(bar):
